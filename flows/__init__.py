@@ -1,0 +1,1 @@
+"""Prefect flows: orchestration only. Tasks pass paths, ids and digests, never DataFrames."""

@@ -1,0 +1,24 @@
+"""The ``evaluate`` flow: meta-evaluate the metrics scored on a pinned dataset version (logic in
+:mod:`assay.evaluation`; the task returns the run id and the rows it wrote)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow, task
+
+from assay.evaluation import evaluate
+
+
+@task(name="evaluate-level", task_run_name="evaluate {dataset} {level}")
+def evaluate_task(dataset: str, level: str, metrics: list[str] | None, statistics: list[str] | None,
+                  seed: int, n_resamples: int, protocol: str | None) -> dict[str, Any]:
+    return evaluate(dataset, level=level, metrics=metrics, statistics=statistics, seed=seed,
+                    n_resamples=n_resamples, protocol=protocol)
+
+
+@flow(name="evaluate")
+def evaluate_flow(dataset: str, level: str = "seg", metrics: list[str] | None = None,
+                  statistics: list[str] | None = None, seed: int = 12345, n_resamples: int = 1000,
+                  protocol: str | None = None) -> dict[str, Any]:
+    return evaluate_task(dataset, level, metrics, statistics, seed, n_resamples, protocol)

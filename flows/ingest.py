@@ -1,0 +1,52 @@
+"""The ``ingest`` flow: one task per dataset; each task parses, stores and records its version.
+
+Tasks pass paths and digests only. Parsing and storage live in :mod:`assay.ingest`, so this
+module is orchestration alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow, task
+
+from assay.ingest import ingest_path
+
+
+@task(name="ingest-dataset", task_run_name="ingest {path}")
+def ingest_dataset(
+    path: str,
+    format_name: str | None = None,
+    name: str | None = None,
+    options: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    return ingest_path(path, format_name=format_name, name=name, options=options).as_dict()
+
+
+@flow(name="ingest", log_prints=False)
+def ingest_flow(
+    paths: list[str],
+    format_name: str | None = None,
+    name: str | None = None,
+    options: dict[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """Ingest each path in turn; the first defective input stops the flow with its error.
+
+    Datasets are ingested one after another: each is small, and SQLite allows one writer.
+    """
+    return [ingest_dataset(path, format_name, name, options) for path in paths]
+
+
+@task(name="discover-datasets")
+def discover_datasets(data_dir: str) -> list[str]:
+    from pathlib import Path
+
+    from assay.ingest import discover
+
+    return [str(p) for p in discover(Path(data_dir))]
+
+
+@flow(name="ingest-directory")
+def ingest_directory_flow(data_dir: str) -> list[dict[str, Any]]:
+    """Ingest every dataset a format recognises in ``data_dir`` (the nightly ingest)."""
+    return [ingest_dataset(path) for path in discover_datasets(data_dir)]

@@ -1,0 +1,57 @@
+"""The main job (``assay run``): ingest what the data directory holds, score the default metrics,
+evaluate, and write the report. Each step is a subflow; everything already done is a no-op
+(identical datasets are not re-ingested, scored segments are not rescored)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow, task
+
+from assay.flows.evaluate import evaluate_flow
+from assay.flows.ingest import ingest_directory_flow
+from assay.flows.score import score_flow
+
+#: segment-level defaults for datasets with references; BERTScore uses the embedded MiniLM, layer 4
+REFERENCE_METRICS: list[dict[str, Any]] = [
+    {"name": "sentbleu", "params": {}},
+    {"name": "chrf", "params": {}},
+    {"name": "bertscore", "params": {"layer": 4}},
+]
+#: reference-less datasets (HUSE) get the estimator
+REFERENCE_LESS_METRICS: list[dict[str, Any]] = [{"name": "bleu-neighbors", "params": {}}]
+#: system level, over full test sets
+SYSTEM_METRICS: list[dict[str, Any]] = [{"name": "bleu", "params": {}}]
+
+
+@task(name="profile-dataset")
+def profile_task(dataset: str) -> dict[str, Any]:
+    from assay.datasets.profile import profile
+
+    return profile(dataset)
+
+
+@flow(name="assay-run")
+def main_job_flow(data_dir: str, report_dir: str | None = None, system_level: bool = True,
+                  n_resamples: int = 1000) -> dict[str, Any]:
+    ingested = ingest_directory_flow(data_dir)
+    summary: dict[str, Any] = {"datasets": [], "report": None}
+    for result in ingested:
+        label = f"{result['name']}@{result['version']}"
+        info = profile_task(label)
+        entry: dict[str, Any] = {"dataset": label, "scored": [], "evaluated": []}
+        if info["segments"]:
+            metrics = REFERENCE_METRICS if info["has_references"] else REFERENCE_LESS_METRICS
+            for metric in metrics:
+                entry["scored"].append(score_flow(label, metric, scope="judged", progress=False))
+            entry["evaluated"].append(evaluate_flow(label, level="seg", n_resamples=n_resamples)["run_id"])
+        if system_level and info["systems_with_outputs"] >= 3:
+            for metric in SYSTEM_METRICS:
+                entry["scored"].append(score_flow(label, metric, scope="outputs", progress=False))
+            entry["evaluated"].append(evaluate_flow(label, level="sys", n_resamples=n_resamples)["run_id"])
+        summary["datasets"].append(entry)
+    if report_dir:
+        from assay.flows.report import report_flow
+
+        summary["report"] = report_flow(report_dir)
+    return summary

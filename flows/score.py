@@ -1,0 +1,46 @@
+"""The ``score`` flow: plan against the cache, score the missing segments shard by shard (each
+task writes its own immutable Parquet part), record the run. Logic lives in
+:mod:`assay.scoring`; tasks pass plans (ids, digests and paths), never tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow, task
+from tqdm.auto import tqdm
+
+from assay import scoring
+from assay.metrics.registry import MetricSpec
+
+
+@task(name="plan-scoring")
+def plan_task(dataset: str, metric: dict[str, Any], scope: str, shard_size: int) -> dict[str, Any]:
+    return scoring.plan_scoring(dataset, MetricSpec.from_dict(metric), scope=scope, shard_size=shard_size).as_dict()
+
+
+@task(name="score-shard", task_run_name="score shard {shard}")
+def score_shard_task(plan: dict[str, Any], shard: int) -> dict[str, Any]:
+    return scoring.score_shard(scoring.ScorePlan.from_dict(plan), shard)
+
+
+@task(name="record-scoring-run")
+def finish_task(plan: dict[str, Any], parts: list[dict[str, Any]], error: str | None = None) -> dict[str, Any]:
+    return scoring.finish_scoring(scoring.ScorePlan.from_dict(plan), parts, error=error)
+
+
+@flow(name="score")
+def score_flow(
+    dataset: str, metric: dict[str, Any], scope: str = "judged", shard_size: int = 4000, progress: bool = True
+) -> dict[str, Any]:
+    """Score every not-yet-scored segment of a dataset version with one metric."""
+    plan = plan_task(dataset, metric, scope, shard_size)
+    parts: list[dict[str, Any]] = []
+    shards = range(len(plan["shards"]))
+    try:
+        for shard in tqdm(shards, desc=f"scoring {plan['metric_name']}", unit="shard",
+                          disable=not progress or len(shards) == 0):
+            parts.append(score_shard_task(plan, shard))
+    except BaseException as exc:
+        finish_task(plan, parts, error=f"{type(exc).__name__}: {exc}")
+        raise
+    return finish_task(plan, parts)

@@ -1,0 +1,1 @@
+"""Alembic environment and versions for the catalog (batch mode: SQLite and PostgreSQL share them)."""

@@ -1,0 +1,164 @@
+"""Connecting to the catalog, and keeping its schema at the Alembic head.
+
+The embedded SQLite catalog (the default, in ``ASSAY_HOME``) is created and migrated by the first
+command that needs it. Any other catalog (PostgreSQL for a team, or an explicit SQLite URL) is
+migrated only by ``assay db upgrade``: workers never change a shared schema, and a command run
+against an out-of-date catalog stops with :class:`CatalogOutOfDate`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from assay.config import Settings, load_settings
+from assay.errors import CatalogError, CatalogOutOfDate
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def migrations_dir() -> Path:
+    import assay.migrations
+
+    return Path(assay.migrations.__file__).resolve().parent
+
+
+def alembic_config(url: str) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(migrations_dir()))
+    # '%' is ConfigParser's interpolation character; URLs may contain it (escaped passwords)
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    cfg.attributes["configure_logger"] = False
+    return cfg
+
+
+@cache
+def head_revision() -> str:
+    heads = ScriptDirectory.from_config(alembic_config("sqlite://")).get_heads()
+    if len(heads) != 1:
+        raise CatalogError(f"the migrations have {len(heads)} heads, expected one: {heads}")
+    return heads[0]
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    if isinstance(dbapi_connection, sqlite3.Connection):
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url``; SQLite gets WAL, foreign keys and a busy timeout."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    if parsed.get_backend_name() == "postgresql" and parsed.drivername == "postgresql":
+        # plain postgresql:// means psycopg2 to SQLAlchemy; Assay ships psycopg 3
+        url = parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
+    return create_engine(url, pool_pre_ping=True)
+
+
+def current_revision(engine: Engine) -> str | None:
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def upgrade(url: str, revision: str = "head") -> tuple[str | None, str | None]:
+    """Migrate the catalog at ``url`` up to ``revision``; returns (before, after). Idempotent."""
+    engine = make_engine(url)
+    try:
+        before = current_revision(engine)
+        command.upgrade(alembic_config(url), revision)
+        return before, current_revision(engine)
+    finally:
+        engine.dispose()
+
+
+def downgrade(url: str, revision: str = "-1") -> tuple[str | None, str | None]:
+    """Migrate the catalog at ``url`` down to ``revision`` (``-1``: one step; ``base``: empty).
+
+    Downgrading an empty catalog (no revision) does nothing, so the command is idempotent.
+    """
+    engine = make_engine(url)
+    try:
+        before = current_revision(engine)
+        if before is not None:
+            command.downgrade(alembic_config(url), revision)
+        return before, current_revision(engine)
+    finally:
+        engine.dispose()
+
+
+def check_schema(engine: Engine, url: str) -> None:
+    current = current_revision(engine)
+    head = head_revision()
+    if current == head:
+        return
+    shown = make_url(url).render_as_string(hide_password=True)
+    if current is None:
+        raise CatalogOutOfDate(
+            f"the catalog at {shown} has no Assay schema yet (this code needs revision {head}); "
+            "run `assay db upgrade` first"
+        )
+    raise CatalogOutOfDate(
+        f"the catalog at {shown} is at revision {current}, but this code needs revision {head}; "
+        "run `assay db upgrade` (or install the matching Assay version)"
+    )
+
+
+_ENGINES: dict[tuple[str, bool], Engine] = {}
+
+
+def get_engine(settings: Settings | None = None) -> Engine:
+    """The catalog engine for the current settings, migrated (embedded) or checked (shared)."""
+    settings = settings or load_settings()
+    key = (settings.catalog_url, settings.catalog_is_embedded)
+    engine = _ENGINES.get(key)
+    if engine is None:
+        engine = make_engine(settings.catalog_url)
+        if settings.catalog_is_embedded and current_revision(engine) != head_revision():
+            upgrade(settings.catalog_url)
+        check_schema(engine, settings.catalog_url)
+        _ENGINES[key] = engine
+    return engine
+
+
+def reset_engines() -> None:
+    """Dispose of cached engines (after a migration, or when tests switch ASSAY_HOME)."""
+    while _ENGINES:
+        _, engine = _ENGINES.popitem()
+        engine.dispose()
+
+
+@contextmanager
+def session_scope(settings: Settings | None = None) -> Iterator[Session]:
+    """A transaction: committed when the block ends normally, rolled back on any exception."""
+    factory = sessionmaker(get_engine(settings), expire_on_commit=False)
+    session = factory()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()

@@ -1,0 +1,191 @@
+"""``assay ingest``, ``assay datasets list|show`` and ``assay sql``."""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from assay.cli.output import emit_json
+from assay.errors import UsageError
+
+
+def parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
+    options = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--option {pair!r}: expected KEY=VALUE")
+        options[key.strip()] = value.strip()
+    return options
+
+
+@click.command("ingest")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--format", "format_name", help="Input format (default: detected). See `assay formats`.")
+@click.option("--name", help="Dataset name (default: derived, e.g. wmt17 for a WMT17 package).")
+@click.option("--option", "-o", "option_pairs", multiple=True, metavar="KEY=VALUE",
+              help="Format option, e.g. column declarations for the generic format (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def ingest_command(path: Path, format_name: str | None, name: str | None,
+                   option_pairs: tuple[str, ...], as_json: bool) -> None:
+    """Ingest a human-judgment release (a folder or a file) as a new dataset version.
+
+    Identical content is a no-op that returns the existing version; changed content becomes a
+    new version and the old one stays readable. A defective input is rejected with one error
+    naming the file and line, and nothing is written.
+    """
+    from assay.cli.runner import run_ingest_flow
+
+    results = run_ingest_flow([str(path)], format_name=format_name, name=name,
+                              options=parse_options(option_pairs))
+    if as_json:
+        emit_json(results[0])
+        return
+    print_ingest_results(results)
+
+
+def print_ingest_results(results: list[dict[str, Any]]) -> None:
+    for result in results:
+        state = "new version" if result["created"] else "unchanged"
+        counts = ", ".join(f"{k} {v:,}" for k, v in result["row_counts"].items() if v)
+        click.echo(f"{result['name']}@{result['version']} ({result['digest'][:12]}, {result['format']}): "
+                   f"{state}; {counts}")
+        for warning in result["warnings"]:
+            click.echo(f"  warning: {warning}")
+
+
+@click.group("datasets")
+def datasets() -> None:
+    """List and inspect ingested datasets."""
+
+
+def version_summary(version: Any) -> dict[str, Any]:
+    counts = version.row_counts
+    return {
+        "name": version.dataset.name,
+        "version": version.number,
+        "digest": version.digest,
+        "format": version.format,
+        "segment_judgments": counts.get("segments", 0),
+        "system_judgments": counts.get("systems", 0),
+        "outputs": counts.get("outputs", 0),
+        "rankings": counts.get("rankings", 0),
+        "warnings": len(version.warnings),
+        "created_at": version.created_at.isoformat(),
+        "source_path": version.source_path,
+    }
+
+
+@datasets.command("list")
+@click.option("--all", "all_versions", is_flag=True, help="Every version, not only the latest.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def list_command(all_versions: bool, as_json: bool) -> None:
+    """The datasets in the catalog (latest version of each unless --all)."""
+    from assay.catalog.dataset_versions import list_versions
+    from assay.catalog.engine import session_scope
+
+    with session_scope() as session:
+        rows = [version_summary(v) for v in list_versions(session, all_versions=all_versions)]
+    if as_json:
+        emit_json(rows)
+        return
+    print_catalog_table(rows)
+
+
+def print_catalog_table(rows: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="Assay catalog: datasets")
+    for column in ("name", "version", "digest", "format", "segment judgments", "system judgments", "outputs"):
+        table.add_column(column, justify="right" if "judg" in column or column == "outputs" else "left")
+    for row in rows:
+        table.add_row(row["name"], str(row["version"]), row["digest"][:12], row["format"],
+                      f"{row['segment_judgments']:,}", f"{row['system_judgments']:,}", f"{row['outputs']:,}")
+    if not rows:
+        click.echo("the catalog holds no datasets yet: `assay ingest PATH` or `assay run`")
+        return
+    Console(width=max(100, Console().width)).print(table)
+
+
+@datasets.command("show")
+@click.argument("ref", metavar="NAME[@VERSION]")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def show_command(ref: str, as_json: bool) -> None:
+    """One dataset version: digest, source files with sha256, row counts, systems, warnings."""
+    from assay.catalog.dataset_versions import resolve
+    from assay.catalog.engine import session_scope
+
+    with session_scope() as session:
+        version = resolve(session, ref)
+        detail = version_summary(version)
+        detail.update(
+            store_path=version.store_path,
+            code_version=version.code_version,
+            source_files=version.source_files,
+            row_counts=version.row_counts,
+            warnings=version.warnings,
+            info=version.info,
+            systems=[{"group": s.group, "name": s.name, "is_human": s.is_human,
+                      "segment_judgments": s.segment_judgments, "system_judgments": s.system_judgments,
+                      "outputs": s.outputs} for s in version.systems],
+            versions=[{"version": v.number, "digest": v.digest, "created_at": v.created_at.isoformat()}
+                      for v in version.dataset.versions],
+        )
+    if as_json:
+        emit_json(detail)
+        return
+    click.echo(f"{detail['name']}@{detail['version']}  digest {detail['digest']}")
+    click.echo(f"  format {detail['format']}, ingested {detail['created_at']} by {detail['code_version']}")
+    click.echo(f"  source {detail['source_path']}")
+    click.echo("  rows: " + ", ".join(f"{k} {v:,}" for k, v in detail["row_counts"].items()))
+    groups = sorted({s["group"] for s in detail["systems"]})
+    click.echo(f"  {len(detail['systems'])} systems over {len(groups)} groups: {', '.join(groups)}")
+    click.echo(f"  {len(detail['source_files'])} source files (sha256 in --json)")
+    for warning in detail["warnings"]:
+        click.echo(f"  warning: {warning}")
+    click.echo("  versions: " + ", ".join(f"{v['version']} ({v['digest'][:12]})" for v in detail["versions"]))
+
+
+@click.command("sql")
+@click.argument("query")
+@click.option("--dataset", "pins", multiple=True, metavar="NAME@VERSION",
+              help="Pin a dataset's views to a version (default: latest). Repeatable.")
+@click.option("--json", "as_json", is_flag=True, help="Print rows as JSON objects.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print CSV.")
+def sql_command(query: str, pins: tuple[str, ...], as_json: bool, as_csv: bool) -> None:
+    """Run a read-only DuckDB query over the stores.
+
+    Each dataset has views NAME (segment judgments), NAME_systems, NAME_outputs and
+    NAME_rankings (non-alphanumerics in NAME become '_'); `segments`, `systems`, `outputs` and
+    `rankings` union all datasets. Example: assay sql "SELECT \\"group\\", count(*) FROM wmt17 GROUP BY 1"
+    """
+    from assay.query.duck import run_user_query
+
+    columns, rows = run_user_query(query, list(pins))
+    if as_json:
+        emit_json([dict(zip(columns, row, strict=True)) for row in rows])
+    elif as_csv:
+        writer = csv.writer(sys.stdout)
+        writer.writerow(columns)
+        writer.writerows(rows)
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table()
+        for column in columns:
+            table.add_column(column)
+        for row in rows:
+            table.add_row(*("" if v is None else str(v) for v in row))
+        Console().print(table)
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(ingest_command)
+    cli.add_command(datasets)
+    cli.add_command(sql_command)

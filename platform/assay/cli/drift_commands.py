@@ -1,0 +1,72 @@
+"""``assay drift``: the quality-drift benchmark (BLEURT §5.2, appendix B.3) on a dataset version."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from assay.cli.output import emit_json
+from assay.errors import UsageError
+
+
+def run_drift_flow(dataset: str, metrics: list[dict[str, Any]], **kwargs: Any) -> list[dict[str, Any]]:
+    """Run the flow on the Prefect engine (imported lazily, after Assay's Prefect defaults)."""
+    from assay.flows.engine import configure_prefect_defaults
+
+    configure_prefect_defaults()
+    from assay.flows.drift import quality_drift_flow
+
+    return quality_drift_flow(dataset, metrics, **kwargs)
+
+
+def parse_metric(text: str) -> dict[str, Any]:
+    """``sentbleu`` or ``bertscore:layer=9,idf=true`` -> a metric spec dict."""
+    from assay.cli.score_commands import _typed
+
+    name, _, rest = text.partition(":")
+    params: dict[str, Any] = {}
+    for pair in filter(None, rest.split(",")):
+        key, eq, value = pair.partition("=")
+        if not eq or not key:
+            raise UsageError(f"--metric {text!r}: expected NAME or NAME:KEY=VALUE[,KEY=VALUE]")
+        params[key.strip()] = _typed(value.strip())
+    return {"name": name.strip(), "params": params}
+
+
+@click.command("drift")
+@click.option("--dataset", required=True, metavar="NAME[@VERSION]", help="Dataset version to sample from.")
+@click.option("--metric", "metrics", multiple=True, required=True, metavar="NAME[:KEY=VALUE,...]",
+              help="Segment-level metric to evaluate (repeatable), e.g. sentbleu or bertscore:layer=9.")
+@click.option("--alpha", "alphas", type=float, multiple=True,
+              help="Skew factor (repeatable; default 0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0).")
+@click.option("--seed", type=int, default=12345, show_default=True, help="Sampling and bootstrap seed.")
+@click.option("--stat", "statistic", type=click.Choice(["kendall", "pearson", "spearman", "kendall_c"]),
+              default="kendall", show_default=True)
+@click.option("--resamples", type=int, default=1000, show_default=True, help="Bootstrap resamples for the CIs.")
+@click.option("--test-fraction", type=float, default=0.5, show_default=True,
+              help="Share of each group's items in the test pool (train and test pools are disjoint).")
+@click.option("--binning", type=click.Choice(["quantile", "width"]), default="quantile", show_default=True,
+              help="10 bins of equal size (the paper) or of equal width over the observed range.")
+@click.option("--groups", "per_group", is_flag=True, help="Show every group, not only the mean over groups.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of rows (every group).")
+def drift_command(dataset: str, metrics: tuple[str, ...], alphas: tuple[float, ...], seed: int, statistic: str,
+                  resamples: int, test_fraction: float, binning: str, per_group: bool, as_json: bool) -> None:
+    """Robustness to quality drift (BLEURT §5.2): sample a train set skewed to low human ratings
+    and a test set skewed to high ones for each skew factor alpha, store both as derived dataset
+    versions, and correlate each metric with the humans on the test sets."""
+    rows = run_drift_flow(dataset, [parse_metric(m) for m in metrics], alphas=list(alphas) or None, seed=seed,
+                          statistic=statistic, n_resamples=resamples, test_fraction=test_fraction, binning=binning)
+    if as_json:
+        emit_json(rows)
+        return
+    from assay.cli.eval_commands import print_rows
+
+    means = [r for r in rows if r["group"] == "all"]
+    shown = rows if per_group or not means else means
+    click.echo(f"quality drift of {dataset} ({statistic}, seed {seed}), run {rows[0]['drift_run_id'] if rows else '-'}")
+    print_rows(shown, ["alpha", "metric", "group", "value", "ci", "n_train", "n_test", "test_dataset"])
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(drift_command)

@@ -1,0 +1,123 @@
+"""``assay evaluate``, ``assay leaderboard`` and ``assay rerun``."""
+
+from __future__ import annotations
+
+import csv
+import sys
+from datetime import datetime
+from typing import Any
+
+import click
+
+from assay.cli.output import emit_json
+
+STAT_HELP = "pearson, spearman, kendall (tau-b), kendall_c, kendall_like (DARR), pairwise_accuracy (sys)"
+
+
+@click.command("evaluate")
+@click.option("--dataset", required=True, metavar="NAME[@VERSION]", help="Dataset version (latest unless pinned).")
+@click.option("--level", type=click.Choice(["seg", "sys"]), default="seg", show_default=True)
+@click.option("--metric", "metrics", multiple=True, help="Metric name or signature (default: every scored one).")
+@click.option("--stat", "statistics", multiple=True, help=f"Statistic (repeatable): {STAT_HELP}.")
+@click.option("--seed", type=int, default=12345, show_default=True, help="Bootstrap and permutation seed.")
+@click.option("--resamples", type=int, default=1000, show_default=True, help="Bootstrap/permutation resamples.")
+@click.option("--protocol", help="WMT protocol, e.g. wmt17 or wmt18 (default: from the dataset's year).")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of rows.")
+def evaluate_command(dataset: str, level: str, metrics: tuple[str, ...], statistics: tuple[str, ...], seed: int,
+                     resamples: int, protocol: str | None, as_json: bool) -> None:
+    """Correlate every metric scored on a dataset version with the human scores, per group and overall,
+    with bootstrap confidence intervals and significance clusters."""
+    from assay.cli.runner import run_evaluate_flow
+
+    result = run_evaluate_flow(dataset, level=level, metrics=list(metrics) or None,
+                               statistics=list(statistics) or None, seed=seed, n_resamples=resamples,
+                               protocol=protocol)
+    if as_json:
+        emit_json(result["rows"])
+        return
+    click.echo(f"{result['dataset']} level {level} ({result['protocol']}), run {result['run_id']}")
+    print_rows(result["rows"], ["group", "aspect", "statistic", "rank", "cluster", "metric", "value", "ci", "n"])
+    for note in result["skipped"]:
+        click.echo(f"  skipped (incomplete scores): {note}")
+
+
+def print_rows(rows: list[dict[str, Any]], columns: list[str]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table()
+    for column in columns:
+        table.add_column(column, justify="right" if column in ("value", "rank", "cluster", "n") else "left")
+    for row in rows:
+        cells = []
+        for column in columns:
+            if column == "ci":
+                low, high = row.get("ci_low"), row.get("ci_high")
+                cells.append("" if low is None else f"[{low:.3f}, {high:.3f}]")
+            elif column == "value":
+                cells.append("" if row["value"] is None else f"{row['value']:.4f}")
+            else:
+                value = row.get(column)
+                cells.append("" if value is None else str(value))
+        table.add_row(*cells)
+    Console(width=max(120, Console().width)).print(table)
+
+
+@click.command("leaderboard")
+@click.option("--dataset", required=True, metavar="NAME[@VERSION]")
+@click.option("--level", type=click.Choice(["seg", "sys"]), default="seg", show_default=True)
+@click.option("--stat", "statistic", default="kendall", show_default=True, help=STAT_HELP)
+@click.option("--group", default="all", show_default=True, help="Language pair / task, or 'all' (mean).")
+@click.option("--aspect", help="Aspect (e.g. WebNLG fluency); default: every aspect.")
+@click.option("--metric", "metrics", multiple=True, help="Only these metric names or signatures.")
+@click.option("--since", type=click.DateTime(), help="Only correlations computed on or after this date.")
+@click.option("--allow-mixed", is_flag=True, help="Rank rows from different item sets or dataset versions.")
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--csv", "as_csv", is_flag=True)
+def leaderboard_command(dataset: str, level: str, statistic: str, group: str, aspect: str | None,
+                        metrics: tuple[str, ...], since: datetime | None, allow_mixed: bool, as_json: bool,
+                        as_csv: bool) -> None:
+    """Rank metrics (and checkpoints) by agreement with humans, with significance clusters."""
+    from assay.leaderboard import LeaderboardQuery, leaderboard
+
+    if since is not None and since.tzinfo is None:
+        from datetime import UTC
+
+        since = since.replace(tzinfo=UTC)
+    rows = leaderboard(LeaderboardQuery(dataset, level, statistic, group, aspect, metrics, since, allow_mixed))
+    if as_json:
+        emit_json(rows)
+    elif as_csv:
+        writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    else:
+        first = rows[0]
+        click.echo(f"{first['dataset']}@{first['dataset_version']}  level {level}  {statistic}  group {group}")
+        print_rows(rows, ["rank", "cluster", "metric", "value", "ci", "n", "aspect", "signature"])
+
+
+@click.command("rerun")
+@click.argument("run_id")
+@click.option("--json", "as_json", is_flag=True)
+def rerun_command(run_id: str, as_json: bool) -> None:
+    """Recompute a past score or evaluate run exactly: same dataset version, same metric signature,
+    same parameters. Cached segment scores are reused; a new run is written and the old one kept."""
+    from assay.reruns import rerun
+
+    result = rerun(run_id)
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(f"rerun of {run_id} ({result['kind']}) -> new run {result['run_id']}")
+    for key in ("dataset", "signature", "computed", "cached"):
+        if key in result:
+            click.echo(f"  {key}: {result[key]}")
+    if result["kind"] == "evaluate":
+        print_rows(result["rows"], ["group", "aspect", "statistic", "rank", "cluster", "metric", "value", "ci", "n"])
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(evaluate_command)
+    cli.add_command(leaderboard_command)
+    cli.add_command(rerun_command)

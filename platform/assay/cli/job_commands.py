@@ -1,0 +1,71 @@
+"""``assay run``: the main job. Ingest what the data directory holds, score the default metrics
+(sentBLEU, chrF and BERTScore-MiniLM-L4 where there are references, BLEU Neighbors where there
+are none, corpus BLEU at system level), evaluate, print the leaderboards and write the report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from assay.config import load_settings
+from assay.errors import AssayError, UsageError
+
+
+@click.command("run")
+@click.option("--data-dir", type=click.Path(path_type=Path, file_okay=False),
+              help="Source datasets (default: ASSAY_DATA_DIR, else the bundled demo fixtures).")
+@click.option("--report", "report_dir", type=click.Path(path_type=Path, file_okay=False),
+              help="Where the HTML report goes (default: ASSAY_HOME/report).")
+@click.option("--no-system-level", is_flag=True, help="Skip full test-set scoring (faster on large WMT sets).")
+@click.option("--resamples", type=int, default=1000, show_default=True, help="Bootstrap/permutation resamples.")
+def run_command(data_dir: Path | None, report_dir: Path | None, no_system_level: bool, resamples: int) -> None:
+    """Ingest, score, evaluate, print the leaderboards and write the report."""
+    from assay.cli.dataset_commands import print_catalog_table, version_summary
+    from assay.cli.eval_commands import print_rows
+    from assay.fixtures import fixtures_dir
+    from assay.flows.engine import configure_prefect_defaults
+    from assay.ingest import discover
+
+    settings = load_settings()
+    data_dir = data_dir or settings.data_dir or fixtures_dir()
+    if not data_dir.is_dir():
+        raise UsageError(f"data directory {data_dir} does not exist (set ASSAY_DATA_DIR or --data-dir)")
+    if not discover(data_dir):
+        raise UsageError(f"no dataset found in {data_dir} (see `assay ingest --help` for the formats)")
+    report_dir = report_dir or settings.home / "report"
+    click.echo(f"assay run: data {data_dir}, home {settings.home}")
+    configure_prefect_defaults()
+    from assay.flows.main_job import main_job_flow
+
+    summary = main_job_flow(str(data_dir), str(report_dir), system_level=not no_system_level,
+                            n_resamples=resamples)
+
+    from assay.catalog.dataset_versions import list_versions
+    from assay.catalog.engine import session_scope
+
+    with session_scope(settings) as session:
+        print_catalog_table([version_summary(v) for v in list_versions(session)])
+    from assay.leaderboard import LeaderboardQuery, available_groups, leaderboard
+
+    for entry in summary["datasets"]:
+        for scored in entry["scored"]:
+            click.echo(f"scored {entry['dataset']} {scored['signature'].split('|')[0]}: "
+                       f"{scored['computed']:,} computed, {scored['cached']:,} cached")
+        for level, statistic in (("seg", "kendall"), ("sys", "pearson")):
+            groups = available_groups(entry["dataset"], level)
+            if not groups:
+                continue
+            try:
+                rows = leaderboard(LeaderboardQuery(entry["dataset"], level, statistic, groups[0]))
+            except AssayError as exc:
+                click.echo(f"\nleaderboard {entry['dataset']} {level}: {exc}")
+                continue
+            click.echo(f"\nleaderboard {entry['dataset']}  level {level}  {statistic}  group {groups[0]}")
+            print_rows(rows, ["rank", "cluster", "metric", "value", "ci", "n", "aspect"])
+    if summary.get("report"):
+        click.echo(f"\nreport: {summary['report']}")
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(run_command)

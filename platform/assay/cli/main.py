@@ -1,0 +1,61 @@
+"""The ``assay`` command line: one group, a subcommand per job.
+
+Heavy modules (Prefect, DuckDB, pyarrow) are imported inside the commands so that
+``assay --help`` stays fast. Every :class:`assay.errors.AssayError` is printed as one line on
+stderr with exit status 2.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from assay.errors import AssayError
+
+
+class AssayGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except AssayError as exc:
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(2)
+
+
+@click.group(cls=AssayGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="assay")
+def cli() -> None:
+    """Assay: evaluate text-generation metrics against human judgments.
+
+    State lives in ASSAY_HOME (default ~/.assay); ASSAY_CATALOG_URL points the catalog at
+    PostgreSQL for a team; ASSAY_DATA_DIR is where `assay run` finds source datasets.
+    """
+
+
+def _register_commands() -> None:
+    from assay.cli import (
+        catalog_commands,
+        dataset_commands,
+        drift_commands,
+        eval_commands,
+        job_commands,
+        report_commands,
+        score_commands,
+    )
+
+    modules = (catalog_commands, dataset_commands, job_commands, score_commands, eval_commands, drift_commands,
+               report_commands)
+    for module in modules:
+        module.register(cli)
+
+
+_register_commands()
+
+
+def main() -> None:
+    cli(prog_name="assay")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

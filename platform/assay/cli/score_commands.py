@@ -1,0 +1,126 @@
+"""``assay score`` and ``assay scores export``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from assay.cli.output import emit_json
+from assay.errors import UsageError
+
+
+def metric_spec_from_options(metric: str | None, model: str | None, layer: int | None, idf: bool,
+                             rescale: bool, checkpoint: Path | None, params: tuple[str, ...]) -> dict[str, Any]:
+    from assay.cli.dataset_commands import parse_options
+
+    if checkpoint is not None:
+        if metric not in (None, "bleurt"):
+            raise UsageError("--checkpoint scores with the BLEURT-style metric; leave out --metric or use bleurt")
+        return {"name": "bleurt", "params": {"checkpoint": str(checkpoint.resolve())}}
+    if metric is None:
+        raise UsageError("give --metric NAME or --checkpoint PATH")
+    values: dict[str, Any] = {}
+    if model is not None:
+        values["model"] = str(Path(model).resolve()) if Path(model).exists() else model
+    if layer is not None:
+        values["layer"] = layer
+    if idf:
+        values["idf"] = True
+    if rescale:
+        values["rescale"] = True
+    for key, value in parse_options(params).items():
+        values[key] = _typed(value)
+    if values and metric not in ("bertscore", "bleurt", "bleu-neighbors") and (model or layer or idf or rescale):
+        raise UsageError(f"--model/--layer/--idf/--rescale apply to bertscore, not {metric}")
+    return {"name": metric, "params": values}
+
+
+def _typed(value: str) -> Any:
+    for cast in (int, float):
+        try:
+            return cast(value)
+        except ValueError:
+            pass
+    if value.lower() in ("true", "yes"):
+        return True
+    if value.lower() in ("false", "no"):
+        return False
+    return value
+
+
+def metric_options(func: Any) -> Any:
+    options = [
+        click.option("--metric", help="Metric name: sentbleu, bleu, chrf, ter, rouge1, rouge2, rougeL, "
+                     "bertscore, bleurt, bleu-neighbors."),
+        click.option("--model", help="BERTScore encoder: a local folder or a Hugging Face hub id "
+                     "(default: the bundled all-MiniLM-L6-v2)."),
+        click.option("--layer", type=int, help="BERTScore: encoder layer whose embeddings are matched."),
+        click.option("--idf", is_flag=True, help="BERTScore: idf weighting from the dataset's references."),
+        click.option("--rescale", is_flag=True, help="BERTScore: rescale with the baseline for model and layer."),
+        click.option("--checkpoint", type=click.Path(path_type=Path, exists=True, file_okay=False),
+                     help="Score with a BLEURT-style checkpoint folder."),
+        click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
+                     help="Any other metric parameter (repeatable)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+@click.command("score")
+@click.option("--dataset", required=True, metavar="NAME[@VERSION]", help="Dataset version to score.")
+@metric_options
+@click.option("--scope", type=click.Choice(["judged", "outputs", "all"]), default="judged", show_default=True,
+              help="judged: segments with human judgments; outputs: every system output (system level).")
+@click.option("--shard-size", type=int, default=4000, show_default=True, help="Segments per scoring task.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
+def score_command(dataset: str, metric: str | None, model: str | None, layer: int | None, idf: bool,
+                  rescale: bool, checkpoint: Path | None, params: tuple[str, ...], scope: str,
+                  shard_size: int, as_json: bool) -> None:
+    """Score a dataset version with a metric; already-scored segments are never recomputed."""
+    from assay.cli.runner import run_score_flow
+
+    spec = metric_spec_from_options(metric, model, layer, idf, rescale, checkpoint, params)
+    summary = run_score_flow(dataset, spec, scope=scope, shard_size=shard_size, progress=not as_json)
+    if as_json:
+        emit_json(summary)
+        return
+    click.echo(f"{summary['dataset']}  {summary['signature']}")
+    click.echo(f"  {summary['rows']:,} segments ({summary['unique_segments']:,} unique): "
+               f"{summary['cached']:,} cached, {summary['computed']:,} computed")
+    click.echo(f"  scoring {summary['scoring_seconds']:.2f} s; flow {summary['seconds']:.2f} s "
+               f"(excluding process and engine start-up); run {summary['run_id']}")
+    for warning in summary["warnings"]:
+        click.echo(f"  warning: {warning}")
+
+
+@click.group("scores")
+def scores() -> None:
+    """Export stored segment scores."""
+
+
+@scores.command("export")
+@click.option("--dataset", required=True, metavar="NAME[@VERSION]")
+@metric_options
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="FILE.csv or FILE.parquet")
+def export_command(dataset: str, metric: str | None, model: str | None, layer: int | None, idf: bool,
+                   rescale: bool, checkpoint: Path | None, params: tuple[str, ...], out: str) -> None:
+    """One row per judged segment: group, system, segment_id, aspect, human, score (+P/R/F), signature."""
+    from assay.metrics.registry import MetricSpec, create_metric
+    from assay.results.export import scored_segments, write_table
+
+    spec = metric_spec_from_options(metric, model, layer, idf, rescale, checkpoint, params)
+    metric_obj = create_metric(MetricSpec.from_dict(spec))
+    signature = None
+    if getattr(metric_obj, "corpus_dependent", False):
+        raise UsageError(f"{metric_obj.name} scores depend on the scored set; export them with `assay sql`")
+    table = scored_segments(dataset, metric_obj, signature=signature)
+    write_table(table, out)
+    click.echo(f"wrote {table.num_rows:,} rows to {out}")
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(score_command)
+    cli.add_command(scores)

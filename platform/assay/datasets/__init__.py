@@ -1,0 +1,1 @@
+"""Human-judgment datasets: canonical schema, parsers (formats) and the versioned store."""

@@ -1,0 +1,65 @@
+"""Input formats: each module parses one kind of human-judgment release into canonical tables.
+
+A format is a module-level object with ``name``, ``description``, ``detect(path) -> bool`` and
+``parse(path, options) -> ParsedDataset``. ``options`` are the ``--option KEY=VALUE`` pairs given to
+``assay ingest`` (only the generic format needs any: its column declarations).
+
+Parsers raise :class:`assay.errors.InputError` for any defect, naming the file, the line and what
+was expected, before anything is written; recoverable quirks go to ``ParsedDataset.warnings``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Protocol
+
+from assay.datasets.parsed import ParsedDataset
+from assay.errors import InputError
+
+
+class Format(Protocol):
+    name: str
+    description: str
+
+    def detect(self, path: Path) -> bool: ...
+
+    def parse(self, path: Path, options: Mapping[str, str]) -> ParsedDataset: ...
+
+
+def registry() -> dict[str, Format]:
+    """All known formats by name, in detection order (most specific first)."""
+    from assay.datasets.formats import generic, huse, webnlg2017, wmt16_daseg, wmt_da
+
+    formats: list[Format] = [
+        wmt_da.FORMAT,
+        wmt16_daseg.FORMAT,
+        webnlg2017.FORMAT,
+        huse.FORMAT,
+        generic.FORMAT,
+    ]
+    return {f.name: f for f in formats}
+
+
+def detect_format(path: Path) -> str:
+    """The name of the first format that recognises ``path``."""
+    for name, fmt in registry().items():
+        if fmt.detect(path):
+            return name
+    raise InputError(
+        path,
+        "cannot tell which format this is",
+        expected="one of: " + ", ".join(registry()) + " (or pass --format)",
+    )
+
+
+def parse(path: Path, format_name: str | None = None, options: Mapping[str, str] | None = None) -> ParsedDataset:
+    """Parse ``path`` with the named format, or the detected one when ``format_name`` is None."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(path, "no such file or folder")
+    formats = registry()
+    name = format_name or detect_format(path)
+    if name not in formats:
+        raise InputError(path, f"unknown format {name!r}", expected="one of: " + ", ".join(formats))
+    return formats[name].parse(path, options or {})

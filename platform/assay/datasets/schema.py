@@ -1,0 +1,107 @@
+"""The canonical tables of a dataset version, specified in one place.
+
+Every ingested dataset version is stored as these Parquet tables (see ``docs/STORAGE.md``):
+
+``segments``
+    One row per *rated output* (a segment-level human judgment). ``human_z`` is the standardized
+    score where the dataset has one (WMT DA), ``human_raw`` the score on the dataset's own scale
+    (WebNLG 1-3, HUSE 0-5). ``aspect`` says what was rated (``da``, ``fluency``, ``grammar``,
+    ``semantics``, ``typicality``). A WebNLG output rated on three aspects is three rows.
+``systems``
+    One row per system-level human judgment (WMT ``DA-syslevel.csv``).
+``outputs``
+    Every candidate a system produced for the test set, judged or not: the full test set that
+    system-level (corpus) metrics such as corpus BLEU are computed on.
+``rankings``
+    Relative-ranking pairs (WMT DARR ``RR-seglevel.csv``): for a segment, one system's output was
+    judged better than another's.
+
+The columns ``dataset`` and ``version`` are filled in by the store; parsers leave them out.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+TEXT_LIST = pa.list_(pa.string())
+
+SEGMENTS = pa.schema(
+    [
+        pa.field("dataset", pa.string(), nullable=False),
+        pa.field("version", pa.string(), nullable=False),
+        # language pair ("de-en") or task ("summarization", "webnlg-seen")
+        pa.field("group", pa.string(), nullable=False),
+        pa.field("aspect", pa.string(), nullable=False),
+        # the input that was rated against (WMT source sentence, WebNLG triple set, HUSE article)
+        pa.field("item_id", pa.string(), nullable=False),
+        # the dataset's own id of the rated segment (WMT SID, WebNLG row id, HUSE sentence id)
+        pa.field("segment_id", pa.string(), nullable=False),
+        pa.field("system", pa.string(), nullable=False),
+        pa.field("is_human", pa.bool_(), nullable=False),
+        pa.field("source", pa.string()),
+        pa.field("references", TEXT_LIST, nullable=False),
+        pa.field("candidate", pa.string(), nullable=False),
+        pa.field("human_z", pa.float64()),
+        pa.field("human_raw", pa.float64()),
+        pa.field("rating_count", pa.int32()),
+        # individual ratings where the dataset publishes them (HUSE: 20 labels per sentence)
+        pa.field("ratings", pa.list_(pa.float64())),
+    ]
+)
+
+SYSTEMS = pa.schema(
+    [
+        pa.field("dataset", pa.string(), nullable=False),
+        pa.field("version", pa.string(), nullable=False),
+        pa.field("group", pa.string(), nullable=False),
+        pa.field("aspect", pa.string(), nullable=False),
+        pa.field("system", pa.string(), nullable=False),
+        pa.field("is_human", pa.bool_(), nullable=False),
+        pa.field("human_z", pa.float64()),
+        pa.field("human_raw", pa.float64()),
+        pa.field("rating_count", pa.int32()),
+        # the name under which this system's candidates are stored in ``outputs`` (the judged
+        # name can differ from the file name, e.g. WMT17 ``CASICT-cons.5144``); null when none
+        pa.field("output_system", pa.string()),
+    ]
+)
+
+OUTPUTS = pa.schema(
+    [
+        pa.field("dataset", pa.string(), nullable=False),
+        pa.field("version", pa.string(), nullable=False),
+        pa.field("group", pa.string(), nullable=False),
+        pa.field("segment_id", pa.string(), nullable=False),
+        pa.field("system", pa.string(), nullable=False),
+        pa.field("source", pa.string()),
+        pa.field("references", TEXT_LIST, nullable=False),
+        pa.field("candidate", pa.string(), nullable=False),
+    ]
+)
+
+RANKINGS = pa.schema(
+    [
+        pa.field("dataset", pa.string(), nullable=False),
+        pa.field("version", pa.string(), nullable=False),
+        pa.field("group", pa.string(), nullable=False),
+        pa.field("segment_id", pa.string(), nullable=False),
+        pa.field("better_system", pa.string(), nullable=False),
+        pa.field("worse_system", pa.string(), nullable=False),
+    ]
+)
+
+TABLES: dict[str, pa.Schema] = {
+    "segments": SEGMENTS,
+    "systems": SYSTEMS,
+    "outputs": OUTPUTS,
+    "rankings": RANKINGS,
+}
+
+#: Columns the store adds; parsers produce every other column.
+STORE_COLUMNS = ("dataset", "version")
+
+
+def parser_schema(table: str) -> pa.Schema:
+    """The schema a parser produces for ``table``: the canonical one without store columns."""
+    schema = TABLES[table]
+    return pa.schema([f for f in schema if f.name not in STORE_COLUMNS])

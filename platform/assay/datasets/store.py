@@ -1,0 +1,114 @@
+"""The dataset store: one immutable, content-addressed folder of Parquet files per version.
+
+Layout (relative to ``ASSAY_HOME``)::
+
+    datasets/<name>/<digest>/segments.parquet
+                            systems.parquet
+                            outputs.parquet
+                            rankings.parquet
+                            manifest.json
+
+A version is written into a temporary folder beside its final place and renamed into place in
+one atomic step, so readers never see a half-written version and a crash leaves no partial
+folder under a digest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from assay.config import Settings
+from assay.datasets.schema import TABLES
+from assay.errors import CatalogError
+
+MANIFEST = "manifest.json"
+
+
+def relative_version_path(name: str, digest: str) -> str:
+    return f"datasets/{name}/{digest}"
+
+
+def with_store_columns(table: pa.Table, table_name: str, dataset: str, version: str) -> pa.Table:
+    """Prefix the parser's table with the ``dataset`` and ``version`` columns."""
+    n = table.num_rows
+    full = table.add_column(0, "version", pa.array([version] * n, pa.string()))
+    full = full.add_column(0, "dataset", pa.array([dataset] * n, pa.string()))
+    return full.cast(TABLES[table_name])
+
+
+def write_version(
+    settings: Settings,
+    name: str,
+    digest: str,
+    tables: dict[str, pa.Table],
+    manifest: dict[str, Any],
+) -> tuple[str, bool]:
+    """Write a version's tables; returns (path relative to home, whether this call created it)."""
+    rel = relative_version_path(name, digest)
+    final = settings.home / rel
+    if final.is_dir():
+        check_manifest(final, digest)
+        return rel, False
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.parent / f".tmp-{digest[:12]}-{uuid.uuid4().hex}"
+    tmp.mkdir()
+    try:
+        for table_name, table in tables.items():
+            pq.write_table(table, tmp / f"{table_name}.parquet", compression="zstd")
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str))
+        _fsync_dir(tmp)
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            if final.is_dir():  # another writer won the race with the same content
+                shutil.rmtree(tmp, ignore_errors=True)
+                check_manifest(final, digest)
+                return rel, False
+            raise
+        _fsync_dir(final.parent)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return rel, True
+
+
+def remove_version(settings: Settings, rel: str) -> None:
+    """Remove a version folder this process just created (used when the catalog write fails)."""
+    path = settings.home / rel
+    if path.is_dir():
+        shutil.rmtree(path)
+
+
+def check_manifest(folder: Path, digest: str) -> None:
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text())
+    except (OSError, ValueError) as exc:
+        raise CatalogError(f"{folder}: unreadable manifest ({exc}); the store is damaged") from exc
+    if manifest.get("digest") != digest:
+        raise CatalogError(f"{folder}: manifest digest {manifest.get('digest')} != folder digest {digest}")
+
+
+def table_path(settings: Settings, store_path: str, table: str) -> Path:
+    if table not in TABLES:
+        raise KeyError(table)
+    return settings.home / store_path / f"{table}.parquet"
+
+
+def read_table(settings: Settings, store_path: str, table: str) -> pa.Table:
+    return pq.read_table(table_path(settings, store_path, table))
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

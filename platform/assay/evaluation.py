@@ -1,0 +1,501 @@
+"""Meta-evaluation: how well each metric's scores agree with the human scores.
+
+For a pinned dataset version and a level (``seg`` or ``sys``), every metric scored on that
+version (or the ones asked for) is correlated with the human scores per group (language pair,
+task) and aspect, and averaged over groups (group ``all``, the plain mean, as the WMT and BLEURT
+tables report "avg"). Each number gets a percentile bootstrap confidence interval with a recorded
+seed, and metrics are ranked into significance clusters (mt-metrics-eval's rule, see
+:mod:`assay.stats.clusters`) from pairwise tests:
+
+* segment level, per group: the PERM-BOTH paired permutation test (Deutsch et al., 2021, as in
+  mt-metrics-eval);
+* system level, Pearson: Williams' test for dependent correlations (Graham & Baldwin, 2014, used
+  by WMT since 2014);
+* everything else (the ``all`` mean, other system-level statistics, DARR Kendall-like): a paired
+  bootstrap test on the same resamples that give the confidence intervals.
+
+Segment level follows BLEURT §5 / BERTScore §4 (WMT17: Kendall τ and Pearson r against DA z
+per language pair). System level follows WMT and BERTScore Table 1: a system's metric score is the
+corpus score for metrics that have one (BLEU, from summed sufficient statistics) and otherwise the
+mean of its segment scores over the full test set (``assay score --scope outputs``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from scipy import stats as sps
+
+from assay.catalog.dataset_versions import resolve
+from assay.catalog.engine import session_scope
+from assay.catalog.models import ResultFile, Run
+from assay.config import Settings, load_settings
+from assay.datasets import store
+from assay.errors import UsageError
+from assay.metrics.registry import metric_class
+from assay.provenance import code_version
+from assay.results import correlations, segment_scores
+from assay.stats import (
+    assign_clusters,
+    kendall_like_from_pairs,
+    metric_ties_for_wmt_year,
+    permutation_test,
+    williams_test,
+)
+
+SEG_STATS = ("pearson", "spearman", "kendall", "kendall_c", "kendall_like")
+SYS_STATS = ("pearson", "spearman", "kendall", "pairwise_accuracy")
+DEFAULT_STATS = {"seg": ("pearson", "kendall"), "sys": ("pearson", "kendall")}
+PERMUTATION_NAMES = {"pearson": "pearson", "spearman": "spearman", "kendall": "kendall_b", "kendall_c": "kendall_c"}
+
+
+@dataclass(frozen=True)
+class ScoredMetric:
+    metric: str
+    signature: str
+
+
+def _kendall_b(x: np.ndarray, y: np.ndarray) -> float:
+    return float(sps.kendalltau(x, y).statistic)
+
+
+def _kendall_c(x: np.ndarray, y: np.ndarray) -> float:
+    return float(sps.kendalltau(x, y, variant="c").statistic)
+
+
+def _pearson(x: np.ndarray, y: np.ndarray) -> float:
+    return float(np.corrcoef(x, y)[0, 1])
+
+
+def _spearman(x: np.ndarray, y: np.ndarray) -> float:
+    return float(sps.spearmanr(x, y).statistic)
+
+
+def _pairwise_accuracy(human: np.ndarray, metric: np.ndarray) -> float:
+    i, j = np.triu_indices(len(human), k=1)
+    agree = np.sign(human[i] - human[j]) == np.sign(metric[i] - metric[j])
+    return float(np.mean(agree)) if len(i) else float("nan")
+
+
+CORRELATION_FUNCTIONS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
+    "pearson": _pearson, "spearman": _spearman, "kendall": _kendall_b, "kendall_c": _kendall_c,
+    "pairwise_accuracy": _pairwise_accuracy,
+}
+
+
+def digest_of(values: Sequence[str]) -> str:
+    return hashlib.sha256("\n".join(sorted(values)).encode()).hexdigest()[:16]
+
+
+def scored_signatures(settings: Settings) -> list[ScoredMetric]:
+    """Every (metric, signature) with scores in the results store."""
+    root = settings.home / segment_scores.ROOT
+    found = []
+    for folder in sorted(root.glob("metric=*/sig=*")) if root.is_dir() else []:
+        parts = sorted(folder.glob("part-*.parquet"))
+        if parts:
+            signature = pq.read_table(parts[0], columns=["signature"]).column("signature")[0].as_py()
+            found.append(ScoredMetric(folder.parent.name.split("=", 1)[1], signature))
+    return found
+
+
+def _wanted(candidates: list[ScoredMetric], metrics: Sequence[str] | None) -> list[ScoredMetric]:
+    if not metrics:
+        return candidates
+    return [c for c in candidates if any(c.metric == m or c.signature == m or c.signature.startswith(m + "|")
+                                         for m in metrics)]
+
+
+def _protocol(info: dict[str, Any], protocol: str | None) -> tuple[str, str]:
+    """(protocol name, DARR metric-tie policy)."""
+    if protocol:
+        year = int(protocol[3:]) + 2000 if protocol.startswith("wmt") and protocol[3:].isdigit() else None
+    else:
+        year = int(info["year"]) if str(info.get("year", "")).isdigit() else None
+        protocol = f"wmt{year % 100:02d}" if year else "default"
+    ties = metric_ties_for_wmt_year(year) if year and year >= 2017 else "discordant"
+    return protocol, ties
+
+
+class _Resampler:
+    """Bootstrap resample indices shared by every metric of a group, so replicates are paired."""
+
+    def __init__(self, seed: int, n_resamples: int) -> None:
+        self.seed, self.n_resamples = seed, n_resamples
+        self._cache: dict[tuple[str, int], np.ndarray] = {}
+
+    def indices(self, group_key: str, size: int) -> np.ndarray:
+        key = (group_key, size)
+        if key not in self._cache:
+            salt = int(hashlib.sha256(group_key.encode()).hexdigest()[:8], 16)
+            rng = np.random.default_rng([self.seed, salt])
+            self._cache[key] = rng.integers(0, size, size=(self.n_resamples, size))
+        return self._cache[key]
+
+
+def _replicates(function: Callable[[np.ndarray, np.ndarray], float], human: np.ndarray, metric: np.ndarray,
+                index: np.ndarray) -> np.ndarray:
+    if function is _pearson:  # vectorised: the common case
+        h, m = human[index], metric[index]
+        h = h - h.mean(axis=1, keepdims=True)
+        m = m - m.mean(axis=1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return (h * m).sum(axis=1) / np.sqrt((h * h).sum(axis=1) * (m * m).sum(axis=1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return np.array([function(human[row], metric[row]) for row in index])
+
+
+def _ci(replicates: np.ndarray) -> tuple[float | None, float | None]:
+    valid = replicates[~np.isnan(replicates)]
+    if not valid.size:
+        return None, None
+    low, high = np.percentile(valid, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def _paired_bootstrap_p(better: np.ndarray, worse: np.ndarray) -> float:
+    """One-sided: the share of resamples in which the better metric is not better."""
+    diff = better - worse
+    diff = diff[~np.isnan(diff)]
+    return float(np.mean(diff <= 0)) if diff.size else 1.0
+
+
+@dataclass
+class _Cell:
+    """One (group, aspect, statistic, metric) correlation with its replicates."""
+
+    group: str
+    aspect: str
+    statistic: str
+    scored: ScoredMetric
+    value: float | None
+    replicates: np.ndarray
+    n: int
+    n_excluded: int
+    item_set: str
+    human: np.ndarray | None = None
+    metric_values: np.ndarray | None = None
+
+
+def evaluate(
+    dataset: str,
+    *,
+    level: str = "seg",
+    metrics: Sequence[str] | None = None,
+    statistics: Sequence[str] | None = None,
+    seed: int = 12345,
+    n_resamples: int = 1000,
+    alpha: float = 0.05,
+    protocol: str | None = None,
+    settings: Settings | None = None,
+) -> dict[str, Any]:
+    """Evaluate the metrics scored on a dataset version; writes correlations and significance
+    parts to the results store and a run to the catalog, and returns the rows."""
+    settings = settings or load_settings()
+    started = time.time()
+    if level not in ("seg", "sys"):
+        raise UsageError(f"unknown level {level!r} (expected seg or sys)")
+    allowed = SEG_STATS if level == "seg" else SYS_STATS
+    statistics = list(statistics or DEFAULT_STATS[level])
+    unknown = [s for s in statistics if s not in allowed]
+    if unknown:
+        raise UsageError(f"statistic(s) {unknown} not available at level {level} (choose from {', '.join(allowed)})")
+    with session_scope(settings) as session:
+        version = resolve(session, dataset)
+        name, number, digest, store_path, info = (version.dataset.name, version.number, version.digest,
+                                                  version.store_path, dict(version.info))
+    protocol_name, metric_ties = _protocol(info, protocol)
+    candidates = _wanted(scored_signatures(settings), metrics)
+    resampler = _Resampler(seed, n_resamples)
+    if level == "seg":
+        cells, skipped = _segment_cells(settings, store_path, candidates, statistics, metric_ties, resampler)
+    else:
+        cells, skipped = _system_cells(settings, store_path, candidates, statistics, resampler)
+    if not cells:
+        hint = ("score it first, e.g. `assay score --dataset " + dataset + " --metric sentbleu`" if level == "seg"
+                else "system level needs full test-set scores: `assay score --dataset " + dataset
+                + " --metric bleu --scope outputs`")
+        raise UsageError(f"no metric scores cover {name}@{number} at level {level}; {hint}"
+                         + (f" (incomplete: {', '.join(skipped)})" if skipped else ""))
+    cells += _group_means(cells)
+    significance = _significance(cells, level, seed, n_resamples)
+    run_id = uuid.uuid4().hex
+    now = datetime.now(UTC)
+    rows = _ranked_rows(cells, significance, alpha)
+    records = [{
+        "run_id": run_id, "dataset": name, "dataset_version": number, "dataset_digest": digest, "level": level,
+        "group": c.group, "aspect": c.aspect, "metric": c.scored.metric, "signature": c.scored.signature,
+        "statistic": c.statistic, "value": c.value, "ci_low": _ci(c.replicates)[0], "ci_high": _ci(c.replicates)[1],
+        "n": c.n, "n_excluded": c.n_excluded, "item_set": c.item_set, "protocol": protocol_name,
+        "rank": rank, "cluster": cluster, "seed": seed, "n_resamples": n_resamples,
+        "code_version": code_version(), "created_at": now,
+    } for c, rank, cluster in rows]
+    sig_records = [{"run_id": run_id, "dataset": name, "dataset_version": number, "level": level, "group": g,
+                    "aspect": a, "statistic": s, "better": b, "worse": w, "p_value": p, "test": t}
+                   for (g, a, s, b, w), (p, t) in significance.items()]
+    files = [
+        correlations.write_part(settings, correlations.CORRELATIONS_ROOT, name, run_id,
+                                pa.Table.from_pylist(records, schema=correlations.CORRELATIONS),
+                                correlations.CORRELATIONS),
+        correlations.write_part(settings, correlations.SIGNIFICANCE_ROOT, name, run_id,
+                                pa.Table.from_pylist(sig_records, schema=correlations.SIGNIFICANCE),
+                                correlations.SIGNIFICANCE),
+    ]
+    finished = time.time()
+    with session_scope(settings) as session:
+        session.add(Run(
+            id=run_id, kind="evaluate", status="completed", code_version=code_version(),
+            inputs={"dataset": name, "version": number, "dataset_digest": digest,
+                    "signatures": sorted({c.scored.signature for c in cells})},
+            parameters={"level": level, "statistics": statistics, "seed": seed, "n_resamples": n_resamples,
+                        "alpha": alpha, "protocol": protocol_name, "metrics": list(metrics or [])},
+            summary={"rows": len(records), "skipped": skipped, "files": [str(f) for f in files]},
+            started_at=datetime.fromtimestamp(started, UTC), finished_at=datetime.fromtimestamp(finished, UTC),
+            duration_s=finished - started,
+        ))
+        session.flush()
+        for path in files:
+            table = pq.read_table(settings.home / path)
+            session.add(ResultFile(run_id=run_id, kind=path.parts[1], path=str(path),
+                                   sha256=hashlib.sha256((settings.home / path).read_bytes()).hexdigest(),
+                                   rows=table.num_rows))
+    public = [{k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in r.items()} for r in records]
+    return {"run_id": run_id, "dataset": f"{name}@{number}", "level": level, "protocol": protocol_name,
+            "rows": public, "skipped": skipped, "seconds": finished - started}
+
+
+def _score_lookup(settings: Settings, scored: ScoredMetric, keys: set[str]) -> dict[str, tuple[float | None, Any]]:
+    table = segment_scores.read_scores(settings, scored.metric, scored.signature, keys)
+    return {k: (s, st) for k, s, st in zip(table.column("key").to_pylist(), table.column("score").to_pylist(),
+                                           table.column("stats").to_pylist(), strict=True)}
+
+
+def _segment_cells(settings: Settings, store_path: str, candidates: list[ScoredMetric], statistics: list[str],
+                   metric_ties: str, resampler: _Resampler) -> tuple[list[_Cell], list[str]]:
+    segments = store.read_table(settings, store_path, "segments")
+    darr = (_darr_cells(settings, store_path, candidates, metric_ties, resampler)
+            if "kendall_like" in statistics else [])
+    if segments.num_rows == 0:
+        return darr, []  # e.g. WMT18: relative rankings only
+    seg = segments.to_pydict()
+    keys = [segment_scores.segment_key(s, r, c)
+            for s, r, c in zip(seg["source"], seg["references"], seg["candidate"], strict=True)]
+    human = np.array([z if z is not None else (r if r is not None else np.nan)
+                      for z, r in zip(seg["human_z"], seg["human_raw"], strict=True)], dtype=np.float64)
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, (g, a) in enumerate(zip(seg["group"], seg["aspect"], strict=True)):
+        groups.setdefault((g, a), []).append(i)
+    cells: list[_Cell] = []
+    skipped: list[str] = []
+    key_set = set(keys)
+    for scored in candidates:
+        if metric_class(scored.metric).stats_columns:
+            continue  # a corpus-level metric (BLEU): its segment scores are another metric's (sentbleu)
+        lookup = _score_lookup(settings, scored, key_set)
+        if not key_set <= lookup.keys():
+            if lookup:
+                skipped.append(f"{scored.signature} ({len(key_set - lookup.keys())} segments unscored)")
+            continue
+        scores = np.array([np.nan if lookup[k][0] is None else lookup[k][0] for k in keys], dtype=np.float64)
+        for (group, aspect), index in sorted(groups.items()):
+            idx = np.array(index)
+            ok = idx[~np.isnan(human[idx]) & ~np.isnan(scores[idx])]
+            item_set = digest_of([keys[i] for i in ok])
+            for statistic in statistics:
+                if statistic == "kendall_like":
+                    continue  # from DARR pairs below
+                function = CORRELATION_FUNCTIONS[statistic]
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    value = function(human[ok], scores[ok]) if len(ok) > 1 else float("nan")
+                replicates = _replicates(function, human[ok], scores[ok],
+                                         resampler.indices(f"seg/{group}/{aspect}", len(ok)))
+                cells.append(_Cell(group, aspect, statistic, scored, None if np.isnan(value) else value, replicates,
+                                   len(ok), len(idx) - len(ok), item_set, human[ok], scores[ok]))
+    return cells + darr, skipped
+
+
+def _darr_cells(settings: Settings, store_path: str, candidates: list[ScoredMetric], metric_ties: str,
+                resampler: _Resampler) -> list[_Cell]:
+    """WMT DARR Kendall-like from relative-ranking pairs over full test-set outputs."""
+    rankings = store.read_table(settings, store_path, "rankings").to_pylist()
+    if not rankings:
+        return []
+    outputs = store.read_table(settings, store_path, "outputs").to_pylist()
+    key_of = {(o["group"], o["system"], o["segment_id"]): segment_scores.segment_key(o["source"], o["references"],
+                                                                                       o["candidate"])
+              for o in outputs}
+    pairs = [(r["group"], key_of.get((r["group"], r["better_system"], r["segment_id"])),
+              key_of.get((r["group"], r["worse_system"], r["segment_id"]))) for r in rankings]
+    pairs_found = [(g, b, w) for g, b, w in pairs if b and w]
+    cells = []
+    keys: set[str] = {k for _, b, w in pairs_found for k in (b, w)}
+    for scored in candidates:
+        if metric_class(scored.metric).stats_columns:
+            continue  # corpus-level metric: not a segment-level metric
+        lookup = _score_lookup(settings, scored, keys)
+        if not keys <= lookup.keys():
+            continue
+        by_group: dict[str, list[tuple[float | None, float | None]]] = {}
+        for group, better, worse in pairs_found:
+            by_group.setdefault(group, []).append((lookup[better][0], lookup[worse][0]))
+        for group, values in sorted(by_group.items()):
+            b = np.array([v[0] for v in values], dtype=np.float64)
+            w = np.array([v[1] for v in values], dtype=np.float64)
+            result = kendall_like_from_pairs(b, w, metric_ties=metric_ties)  # type: ignore[arg-type]
+            index = resampler.indices(f"darr/{group}", len(b))
+            replicates = np.array([kendall_like_from_pairs(b[r], w[r], metric_ties=metric_ties).value  # type: ignore[arg-type]
+                                   for r in index])
+            cells.append(_Cell(group, "darr", "kendall_like", scored, result.value, replicates, len(b), 0,
+                               digest_of([f"{x}>{y}" for g, x, y in pairs_found if g == group])))
+    return cells
+
+
+def _system_cells(settings: Settings, store_path: str, candidates: list[ScoredMetric], statistics: list[str],
+                  resampler: _Resampler) -> tuple[list[_Cell], list[str]]:
+    systems = store.read_table(settings, store_path, "systems").to_pylist()
+    outputs = store.read_table(settings, store_path, "outputs")
+    if not systems or outputs.num_rows == 0:
+        return [], []
+    out = outputs.to_pydict()
+    by_system: dict[tuple[str, str], dict[str, str]] = {}
+    for g, s, sid, src, refs, cand in zip(out["group"], out["system"], out["segment_id"], out["source"],
+                                         out["references"], out["candidate"], strict=True):
+        by_system.setdefault((g, s), {})[sid] = segment_scores.segment_key(src, refs, cand)
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in systems:
+        if row["output_system"] and row["human_z"] is not None and (row["group"], row["output_system"]) in by_system:
+            groups.setdefault((row["group"], row["aspect"]), []).append(row)
+    all_keys = {k for rows in groups.values() for r in rows
+                for k in by_system[(r["group"], r["output_system"])].values()}
+    cells: list[_Cell] = []
+    skipped: list[str] = []
+    for scored in candidates:
+        lookup = _score_lookup(settings, scored, all_keys)
+        if not all_keys <= lookup.keys():
+            if lookup:
+                skipped.append(f"{scored.signature} ({len(all_keys - lookup.keys())} outputs unscored)")
+            continue
+        metric = metric_class(scored.metric)
+        corpus = bool(metric.stats_columns)
+        instance = metric() if corpus else None
+        for (group, aspect), rows in sorted(groups.items()):
+            if len(rows) < 3:
+                continue
+            items = sorted(set.intersection(*(set(by_system[(group, r["output_system"])]) for r in rows)),
+                           key=lambda s: (len(s), s))
+            human = np.array([r["human_z"] for r in rows], dtype=np.float64)
+            keys = [[by_system[(group, r["output_system"])][i] for i in items] for r in rows]
+            if corpus:
+                # systems x items x sufficient statistics; the system score is the corpus score
+                stats = np.array([[lookup[k][1] for k in row] for row in keys], dtype=np.float64)
+                system_scores = _corpus_system_scores(stats, instance)
+            else:
+                matrix = np.array([[lookup[k][0] for k in row] for row in keys], dtype=np.float64)
+                system_scores = _mean_system_scores(matrix)
+
+            everything = np.arange(len(items))
+            metric_sys = system_scores(everything)
+            index = resampler.indices(f"sys/{group}/{aspect}", len(items))
+            resampled = np.array([system_scores(r) for r in index])  # replicates x systems
+            item_set = digest_of([r["system"] for r in rows] + [f"items:{len(items)}"])
+            for statistic in statistics:
+                function = CORRELATION_FUNCTIONS[statistic]
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    value = function(human, metric_sys)
+                    replicates = np.array([function(human, r) for r in resampled])
+                cells.append(_Cell(group, aspect, statistic, scored, None if np.isnan(value) else value,
+                                   replicates, len(rows), 0, item_set, human, metric_sys))
+    return cells, skipped
+
+
+def _corpus_system_scores(stats: np.ndarray, metric: Any) -> Callable[[np.ndarray], np.ndarray]:
+    def system_scores(item_index: np.ndarray) -> np.ndarray:
+        return np.array([metric.corpus_score(stats[s][item_index].sum(axis=0)) for s in range(stats.shape[0])])
+
+    return system_scores
+
+
+def _mean_system_scores(matrix: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    def system_scores(item_index: np.ndarray) -> np.ndarray:
+        return matrix[:, item_index].mean(axis=1)
+
+    return system_scores
+
+
+def _group_means(cells: list[_Cell]) -> list[_Cell]:
+    """Group ``all``: the plain mean over groups, its replicates the mean of paired replicates."""
+    means = []
+    keyed: dict[tuple[str, str, str], list[_Cell]] = {}
+    for c in cells:
+        keyed.setdefault((c.aspect, c.statistic, c.scored.signature), []).append(c)
+    for (aspect, statistic, _), group_cells in sorted(keyed.items()):
+        if len(group_cells) < 2 or any(c.value is None for c in group_cells):
+            continue
+        means.append(_Cell(
+            "all", aspect, statistic, group_cells[0].scored, float(np.mean([c.value for c in group_cells])),
+            np.mean(np.vstack([c.replicates for c in group_cells]), axis=0), sum(c.n for c in group_cells),
+            sum(c.n_excluded for c in group_cells), digest_of([c.item_set for c in group_cells])))
+    return means
+
+
+def _significance(cells: list[_Cell], level: str, seed: int, n_resamples: int
+                  ) -> dict[tuple[str, str, str, str, str], tuple[float, str]]:
+    """p-values that the higher-valued metric of each pair truly correlates better."""
+    by_slot: dict[tuple[str, str, str], list[_Cell]] = {}
+    for c in cells:
+        if c.value is not None:
+            by_slot.setdefault((c.group, c.aspect, c.statistic), []).append(c)
+    result = {}
+    for (group, aspect, statistic), slot in by_slot.items():
+        slot.sort(key=lambda c: -float(c.value))  # type: ignore[arg-type]
+        for i, better in enumerate(slot):
+            for worse in slot[i + 1:]:
+                p, test = _pair_p_value(better, worse, level, statistic, seed, n_resamples)
+                result[(group, aspect, statistic, better.scored.signature, worse.scored.signature)] = (p, test)
+    return result
+
+
+def _pair_p_value(better: _Cell, worse: _Cell, level: str, statistic: str, seed: int,
+                  n_resamples: int) -> tuple[float, str]:
+    paired = better.human is not None and worse.human is not None and better.item_set == worse.item_set
+    if paired and level == "seg" and statistic in PERMUTATION_NAMES:
+        result = permutation_test(better.human, better.metric_values, worse.metric_values,  # type: ignore[arg-type]
+                                  statistic=PERMUTATION_NAMES[statistic], n_resamples=n_resamples,  # type: ignore[arg-type]
+                                  seed=seed)
+        return result.p_value, "perm-both"
+    if paired and level == "sys" and statistic == "pearson" and len(better.human) > 3:  # type: ignore[arg-type]
+        return williams_test(better.human, better.metric_values, worse.metric_values).p_value, "williams"  # type: ignore[arg-type]
+    return _paired_bootstrap_p(better.replicates, worse.replicates), "paired-bootstrap"
+
+
+def _ranked_rows(cells: list[_Cell], significance: dict[tuple[str, str, str, str, str], tuple[float, str]],
+                 alpha: float) -> list[tuple[_Cell, int | None, int | None]]:
+    rows: list[tuple[_Cell, int | None, int | None]] = []
+    by_slot: dict[tuple[str, str, str], list[_Cell]] = {}
+    for c in cells:
+        by_slot.setdefault((c.group, c.aspect, c.statistic), []).append(c)
+    for (group, aspect, statistic), slot in sorted(by_slot.items()):
+        defined = sorted((c for c in slot if c.value is not None), key=lambda c: -float(c.value))  # type: ignore[arg-type]
+        p = np.ones((len(defined), len(defined)))
+        for i, a in enumerate(defined):
+            for j, b in enumerate(defined):
+                if i < j:
+                    p[i, j] = significance.get((group, aspect, statistic, a.scored.signature, b.scored.signature),
+                                               (1.0, ""))[0]
+        clusters = assign_clusters(p, alpha=alpha) if defined else []
+        rows += [(c, i + 1, clusters[i]) for i, c in enumerate(defined)]
+        rows += [(c, None, None) for c in slot if c.value is None]
+    return rows

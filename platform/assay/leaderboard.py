@@ -1,0 +1,158 @@
+"""Leaderboards: ranked correlations with significance clusters, from DuckDB over the results store.
+
+Rows come from ``results/correlations`` (written by ``assay evaluate``); for each metric signature
+the newest matching row is taken. Ranks follow the value; clusters follow mt-metrics-eval's rule
+(a new cluster opens where a better metric wins at p <= alpha) using the pairwise p-values that
+the evaluation stored, so a filtered leaderboard (a subset of metrics) is re-clustered correctly.
+Rows computed on different item sets or dataset versions are never ranked together unless the
+caller asks for it. User input reaches SQL only as bound parameters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import duckdb
+import numpy as np
+
+from assay.config import Settings, load_settings
+from assay.datasets.names import DatasetRef
+from assay.errors import NotFoundError, UsageError
+from assay.results import correlations
+from assay.stats import assign_clusters
+
+
+@dataclass(frozen=True)
+class LeaderboardQuery:
+    dataset: str
+    level: str = "seg"
+    statistic: str = "kendall"
+    group: str = "all"
+    aspect: str | None = None
+    metrics: tuple[str, ...] = ()
+    since: datetime | None = None
+    allow_mixed: bool = False
+    alpha: float = 0.05
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def leaderboard(query: LeaderboardQuery, settings: Settings | None = None,
+                con: duckdb.DuckDBPyConnection | None = None) -> list[dict[str, Any]]:
+    settings = settings or load_settings()
+    ref = DatasetRef.parse(query.dataset)
+    folder = settings.home / correlations.CORRELATIONS_ROOT / f"dataset={ref.name}"
+    if not folder.is_dir() or not any(folder.glob("part-*.parquet")):
+        raise NotFoundError(f"no evaluations of {ref.name} yet; run `assay evaluate --dataset {ref.name}`")
+    pattern = str(folder / "part-*.parquet")
+    sig_pattern = str(settings.home / correlations.SIGNIFICANCE_ROOT / f"dataset={ref.name}" / "part-*.parquet")
+    where = ["level = $level", "statistic = $statistic", '"group" = $group']
+    params: dict[str, Any] = {"level": query.level, "statistic": query.statistic, "group": query.group}
+    if ref.version is not None:
+        if not ref.version.isdigit():
+            where.append("starts_with(dataset_digest, $digest)")
+            params["digest"] = ref.version.lower()
+        else:
+            where.append("dataset_version = $version")
+            params["version"] = int(ref.version)
+    if query.aspect:
+        where.append("aspect = $aspect")
+        params["aspect"] = query.aspect
+    if query.metrics:
+        where.append("(list_contains($metrics, metric) OR list_contains($metrics, signature))")
+        params["metrics"] = list(query.metrics)
+    if query.since:
+        where.append("created_at >= $since")
+        params["since"] = query.since
+    pinned_or_mixed = ref.version is not None or query.allow_mixed
+    version_filter = "TRUE" if pinned_or_mixed else "dataset_version = (SELECT v FROM newest_version)"
+    sql = f"""
+        WITH rows AS (
+            SELECT * FROM read_parquet({_literal(pattern)})
+            WHERE {' AND '.join(where)}
+        ),
+        newest_version AS (SELECT max(dataset_version) AS v FROM rows)
+        SELECT run_id, dataset, dataset_version, dataset_digest, level, "group", aspect, metric, signature,
+               statistic, value, ci_low, ci_high, n, n_excluded, item_set, protocol, created_at
+        FROM rows
+        WHERE {version_filter}
+        QUALIFY row_number() OVER (PARTITION BY signature, aspect ORDER BY created_at DESC) = 1
+    """
+    own = con is None
+    con = con or duckdb.connect()
+    try:
+        cursor = con.execute(sql, params)
+        columns = [d[0] for d in cursor.description or []]
+        rows = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
+        if not rows:
+            raise NotFoundError(f"no {query.level}-level {query.statistic} correlations for group {query.group!r} "
+                                f"of {query.dataset}")
+        if not query.allow_mixed:
+            _refuse_mixed(rows)
+        defined = sorted((r for r in rows if r["value"] is not None), key=lambda r: -r["value"])
+        p_values = _p_matrix(con, sig_pattern, defined, query) if len(defined) > 1 else np.ones((len(defined),) * 2)
+    finally:
+        if own:
+            con.close()
+    clusters = assign_clusters(p_values, alpha=query.alpha) if defined else []
+    ranked = [{"rank": i + 1, "cluster": clusters[i], **row} for i, row in enumerate(defined)]
+    ranked += [{"rank": None, "cluster": None, **row} for row in rows if row["value"] is None]
+    for row in ranked:
+        row["created_at"] = row["created_at"].isoformat() if row["created_at"] else None
+    return ranked
+
+
+def _refuse_mixed(rows: list[dict[str, Any]]) -> None:
+    versions = {r["dataset_version"] for r in rows}
+    by_aspect: dict[str, set[str]] = {}
+    for r in rows:
+        by_aspect.setdefault(r["aspect"], set()).add(r["item_set"])
+    if len(versions) > 1:
+        raise UsageError(f"these rows come from dataset versions {sorted(versions)}; pin one with NAME@VERSION "
+                         "or pass --allow-mixed")
+    mixed = [a for a, sets in by_aspect.items() if len(sets) > 1]
+    if mixed:
+        raise UsageError("these rows were computed on different item sets (some metrics scored fewer segments); "
+                         "re-evaluate them together or pass --allow-mixed")
+
+
+def _p_matrix(con: duckdb.DuckDBPyConnection, pattern: str, ranked: list[dict[str, Any]],
+              query: LeaderboardQuery) -> np.ndarray:
+    """p[i, j] (i ranked above j): that i beats j, from the evaluation that produced both rows."""
+    size = len(ranked)
+    p = np.ones((size, size))
+    runs = sorted({r["run_id"] for r in ranked})
+    try:
+        found = con.execute(
+            f"""SELECT run_id, aspect, better, worse, p_value FROM read_parquet({_literal(pattern)})
+                WHERE list_contains($runs, run_id) AND level = $level AND statistic = $statistic
+                  AND "group" = $group""",
+            {"runs": runs, "level": query.level, "statistic": query.statistic, "group": query.group},
+        ).fetchall()
+    except duckdb.IOException:
+        return p
+    lookup = {(run, aspect, better, worse): pv for run, aspect, better, worse, pv in found}
+    for i, a in enumerate(ranked):
+        for j in range(i + 1, size):
+            b = ranked[j]
+            if a["run_id"] == b["run_id"] and a["aspect"] == b["aspect"]:
+                p[i, j] = lookup.get((a["run_id"], a["aspect"], a["signature"], b["signature"]), 1.0)
+    return p
+
+
+def available_groups(dataset: str, level: str, settings: Settings | None = None) -> list[str]:
+    """The groups that have correlations for a dataset at a level (``all`` first when present)."""
+    settings = settings or load_settings()
+    ref = DatasetRef.parse(dataset)
+    folder = settings.home / correlations.CORRELATIONS_ROOT / f"dataset={ref.name}"
+    if not folder.is_dir() or not any(folder.glob("part-*.parquet")):
+        return []
+    with duckdb.connect() as con:
+        found = [g for (g,) in con.execute(
+            f'SELECT DISTINCT "group" FROM read_parquet({_literal(str(folder / "part-*.parquet"))}) '
+            "WHERE level = $level ORDER BY 1", {"level": level}).fetchall()]
+    return sorted(found, key=lambda g: (g != "all", g))

@@ -1,0 +1,1 @@
+"""Read-only DuckDB queries over the Parquet stores."""

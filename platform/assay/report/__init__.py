@@ -1,0 +1,76 @@
+"""The HTML report: one self-contained static page of everything Assay has computed.
+
+``build_report(out_dir)`` gathers the catalog and the results stores of ``ASSAY_HOME`` and writes
+``out_dir/index.html`` with, in order:
+
+1. per-group correlation bars with bootstrap confidence intervals, ranks and clusters, for every
+   evaluated dataset, level and statistic;
+2. metric-vs-human scatter plots at segment level for the main dataset (a sample of at most
+   ``sample_limit`` segments per plot);
+3. system-level plots, human vs (recomputed) metric system scores per language pair;
+4. the BLEU Neighbors coverage/Spearman trade-off on HUSE, computed at build time;
+5. correlation against α for quality-drift test samples;
+6. the BLEURT Table 2 and BERTScore Table 1 layouts with Assay's and the papers' numbers;
+7. numbered notes: signatures, dataset versions with digests, runs, code version.
+
+Sections without data say which commands produce them. Charts are inline SVG; nothing is loaded
+from the network when the page is viewed.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+from assay.config import Settings, load_settings
+from assay.provenance import code_version
+from assay.report.collect import correlation_rows, dataset_versions, latest_evaluations
+from assay.report.context import ReportContext
+from assay.report.page import render_page
+from assay.report.palette import MetricPalette
+from assay.report.sections import Section, correlations, drift, neighbors, reproduction, scatter, systems
+from assay.report.svg import esc
+
+__all__ = ["REPORT_FILE", "build_report"]
+
+REPORT_FILE = "index.html"
+
+
+def build_report(out_dir: Path | str, settings: Settings | None = None, *, main_dataset: str | None = None,
+                 sample_limit: int = 2000, seed: int = 0) -> Path:
+    """Write the report into ``out_dir`` (created if needed); returns the path of ``index.html``.
+
+    ``main_dataset`` picks the dataset of the segment-level scatter plots (default: WMT17 if
+    evaluated, else the largest evaluated WMT dataset); ``seed`` fixes their sample.
+    """
+    settings = settings or load_settings()
+    versions = dataset_versions(settings)
+    evaluations, drift_evaluations = latest_evaluations(correlation_rows(settings), versions)
+    signatures = [s for e in [*evaluations, *drift_evaluations] for s in e.signatures]
+    ctx = ReportContext(settings, versions, MetricPalette.of(signatures), code_version())
+    sections = [
+        correlations.render(ctx, evaluations),
+        scatter.render(ctx, evaluations, main_dataset, sample_limit, seed),
+        systems.render(ctx, evaluations),
+        neighbors.render(ctx, versions),
+        drift.render(ctx, drift_evaluations),
+        reproduction.render(ctx, evaluations),
+    ]
+    code_note = ctx.notes.cite("code", ctx.code_version, f"report built by <code>{esc(ctx.code_version)}</code>")
+    sections.append(Section("sec-notes", "Notes: signatures, dataset versions, runs", ctx.notes.html()))
+    counts = {
+        "dataset versions": len(versions),
+        "evaluations": len(evaluations) + len(drift_evaluations),
+        "metric signatures": len(set(signatures)),
+        "correlations shown": sum(len(e.rows) for e in evaluations),
+    }
+    html = render_page(sections, generated_at=datetime.now(UTC), code_version=ctx.code_version,
+                       code_note=ctx.notes.marker(code_note), counts=counts)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / REPORT_FILE
+    tmp = out / f".{REPORT_FILE}.tmp-{os.getpid()}"
+    tmp.write_text(html, encoding="utf-8")
+    os.replace(tmp, target)
+    return target

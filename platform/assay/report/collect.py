@@ -1,0 +1,202 @@
+"""What the report shows, gathered from the catalog and the results store.
+
+* Dataset versions come from the catalog (name, number, digest, format, derivation).
+* Correlations come from ``results/correlations`` (what ``assay evaluate`` writes), read with
+  DuckDB. For each dataset and level the report shows the *latest evaluation*: the newest
+  evaluated version of the dataset and, per statistic, the newest run on it. A run ranks and
+  clusters all the metrics it evaluated together, so taking whole runs (never rows from different
+  runs side by side) keeps ranks and clusters meaningful.
+* Versions derived for the quality-drift benchmark (derivation kind ``quality-drift``) are one
+  sample each; they are kept apart (one evaluation per version) for the drift section and left out
+  of the correlation section.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import duckdb
+
+from assay.catalog.dataset_versions import list_versions
+from assay.catalog.engine import session_scope
+from assay.catalog.models import Run
+from assay.config import Settings
+from assay.results import correlations
+
+DRIFT_KIND = "quality-drift"
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    """One dataset version as the report cites it."""
+
+    dataset: str
+    number: int
+    digest: str
+    format: str
+    store_path: str
+    year: int | None
+    row_counts: dict[str, int]
+    derivation: dict[str, Any] | None
+    created_at: datetime | None
+
+    @property
+    def label(self) -> str:
+        return f"{self.dataset}@{self.number}"
+
+    @property
+    def is_drift(self) -> bool:
+        return bool(self.derivation) and (self.derivation or {}).get("kind") == DRIFT_KIND
+
+
+@dataclass(frozen=True)
+class CorrelationRow:
+    """One row of ``results/correlations`` (see :mod:`assay.results.correlations`)."""
+
+    run_id: str
+    dataset: str
+    dataset_version: int
+    dataset_digest: str
+    level: str
+    group: str
+    aspect: str
+    metric: str
+    signature: str
+    statistic: str
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+    rank: int | None
+    cluster: int | None
+    protocol: str
+    seed: int
+    n_resamples: int
+    code_version: str
+    created_at: datetime
+
+
+@dataclass
+class Evaluation:
+    """The latest evaluation of one dataset version at one level (one run per statistic)."""
+
+    version: VersionInfo
+    level: str
+    rows: list[CorrelationRow] = field(default_factory=list)
+    _index: dict[tuple[str, str, str, str], CorrelationRow] = field(init=False, repr=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._index = {(r.group, r.aspect, r.statistic, r.signature): r for r in self.rows}
+
+    def cell(self, group: str, aspect: str, statistic: str, signature: str) -> CorrelationRow | None:
+        return self._index.get((group, aspect, statistic, signature))
+
+    @property
+    def statistics(self) -> list[str]:
+        order = ("pearson", "kendall", "spearman", "kendall_c", "kendall_like", "pairwise_accuracy")
+        found = {r.statistic for r in self.rows}
+        return [s for s in order if s in found] + sorted(found - set(order))
+
+    @property
+    def aspects(self) -> list[str]:
+        return sorted({r.aspect for r in self.rows})
+
+    def groups(self, aspect: str | None = None) -> list[str]:
+        """Groups in alphabetical order, the mean over groups (``all``) first."""
+        found = {r.group for r in self.rows if aspect is None or r.aspect == aspect}
+        return (["all"] if "all" in found else []) + sorted(found - {"all"})
+
+    @property
+    def signatures(self) -> list[str]:
+        return sorted({r.signature for r in self.rows})
+
+    @property
+    def run_ids(self) -> list[str]:
+        return sorted({r.run_id for r in self.rows})
+
+    def metric_of(self, signature: str) -> str:
+        return next(r.metric for r in self.rows if r.signature == signature)
+
+
+def dataset_versions(settings: Settings) -> list[VersionInfo]:
+    """Every dataset version in the catalog, by name and number."""
+    with session_scope(settings) as session:
+        versions = list_versions(session, all_versions=True)
+        return [VersionInfo(
+            dataset=v.dataset.name, number=v.number, digest=v.digest, format=v.format, store_path=v.store_path,
+            year=int(v.info["year"]) if str((v.info or {}).get("year", "")).isdigit() else None,
+            row_counts=dict(v.row_counts or {}), derivation=dict(v.derivation) if v.derivation else None,
+            created_at=v.created_at,
+        ) for v in versions]
+
+
+_COLUMNS = [f.name for f in correlations.CORRELATIONS if f.name in CorrelationRow.__dataclass_fields__]
+
+
+def correlation_rows(settings: Settings) -> list[CorrelationRow]:
+    """Every stored correlation row (empty when nothing was evaluated yet)."""
+    if not correlations.has_parts(settings, correlations.CORRELATIONS_ROOT):
+        return []
+    pattern = correlations.glob(settings, correlations.CORRELATIONS_ROOT).replace("'", "''")
+    columns = ", ".join(f'"{c}"' for c in _COLUMNS)
+    with duckdb.connect() as con:
+        found = con.execute(
+            f"SELECT {columns} FROM read_parquet('{pattern}', hive_partitioning = false, union_by_name = true)"
+        ).fetchall()
+    return [CorrelationRow(**dict(zip(_COLUMNS, row, strict=True))) for row in found]
+
+
+def _latest_runs(rows: Iterable[CorrelationRow]) -> list[CorrelationRow]:
+    """Per statistic, the rows of the newest run."""
+    by_stat: dict[str, dict[str, list[CorrelationRow]]] = {}
+    for r in rows:
+        by_stat.setdefault(r.statistic, {}).setdefault(r.run_id, []).append(r)
+    chosen: list[CorrelationRow] = []
+    for runs in by_stat.values():
+        newest = max(runs.values(), key=lambda rs: (max(r.created_at for r in rs), rs[0].run_id))
+        chosen += newest
+    return chosen
+
+
+def latest_evaluations(rows: list[CorrelationRow], versions: list[VersionInfo]
+                       ) -> tuple[list[Evaluation], list[Evaluation]]:
+    """(evaluations of ordinary datasets, evaluations of quality-drift versions).
+
+    Ordinary: per (dataset, level) the newest evaluated version. Drift: one per (version, level).
+    Rows of versions no longer in the catalog are skipped.
+    """
+    known = {(v.dataset, v.number, v.digest): v for v in versions}
+    keyed: dict[tuple[str, int, str, str], list[CorrelationRow]] = {}
+    for r in rows:
+        keyed.setdefault((r.dataset, r.dataset_version, r.dataset_digest, r.level), []).append(r)
+    ordinary: dict[tuple[str, str], tuple[VersionInfo, list[CorrelationRow]]] = {}
+    drift: list[Evaluation] = []
+    for (name, number, digest, level), group in keyed.items():
+        version = known.get((name, number, digest))
+        if version is None:
+            continue
+        if version.is_drift:
+            drift.append(Evaluation(version, level, _latest_runs(group)))
+            continue
+        current = ordinary.get((name, level))
+        if current is None or current[0].number < number:
+            ordinary[(name, level)] = (version, group)
+    evaluations = [Evaluation(v, level, _latest_runs(group)) for (_, level), (v, group) in ordinary.items()]
+    evaluations.sort(key=lambda e: (e.version.dataset, e.level != "seg"))
+    drift.sort(key=lambda e: (e.version.dataset, e.version.number, e.level))
+    return evaluations, drift
+
+
+def skipped_by_runs(settings: Settings, run_ids: Iterable[str]) -> list[str]:
+    """What the given evaluation runs left out for incomplete scores (from their catalog summary)."""
+    skipped: list[str] = []
+    with session_scope(settings) as session:
+        for run_id in sorted(set(run_ids)):
+            run = session.get(Run, run_id)
+            for note in (run.summary or {}).get("skipped", []) if run is not None else []:
+                if note not in skipped:
+                    skipped.append(str(note))
+    return skipped

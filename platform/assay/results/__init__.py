@@ -1,0 +1,1 @@
+"""The results store: immutable, hive-partitioned Parquet files written by tasks."""

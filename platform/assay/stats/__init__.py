@@ -1,0 +1,112 @@
+"""Meta-evaluation statistics: correlations with humans, significance, clusters (pure; scipy).
+
+Scores come as parallel gold (human) and metric vectors. Segment-level scores are laid out as in
+google-research/mt-metrics-eval: a flat *system-major* vector (entry ``s * num_items + i`` is
+system ``s`` on item ``i``) with ``num_systems`` given, or a ``(num_systems, num_items)`` matrix.
+A missing gold score (``None``/``NaN``) drops its entry; metric scores must be defined (except in
+``coverage_report``, whose estimators may abstain). ``grouping`` says which vectors a statistic
+is computed on: ``"none"`` (all entries), ``"item"`` (per item across systems, then averaged) or
+``"system"`` (per system across items, then averaged).
+
+Modules, one concept each: ``correlation`` (Pearson, Spearman, Kendall b/c), ``kendall_like``
+(WMT DARR), ``pairwise`` (tau_23, acc_23, tie calibration, pairwise accuracy), ``significance``
+(Williams, PERM-BOTH permutation), ``bootstrap`` (confidence intervals), ``clusters``
+(significance clusters), ``model_selection`` (hybrid systems, Hits@1/MRR), ``coverage``
+(abstaining estimators), ``system_level`` (system scores and their correlation).
+"""
+
+from assay.stats._groups import Grouping, StatsInputError
+from assay.stats.bootstrap import BootstrapResult, bootstrap_ci
+from assay.stats.clusters import (
+    RankedMetric,
+    SignificanceClusters,
+    assign_clusters,
+    rank_metrics,
+    significance_clusters,
+)
+from assay.stats.correlation import (
+    Correlation,
+    CorrelationResult,
+    correlate,
+    kendall_tau,
+    pearson,
+    spearman,
+)
+from assay.stats.coverage import CoverageResult, coverage_report
+from assay.stats.kendall_like import (
+    KendallLikeResult,
+    MetricTies,
+    kendall_like,
+    kendall_like_from_pairs,
+    metric_ties_for_wmt_year,
+)
+from assay.stats.model_selection import (
+    HybridSystems,
+    ModelSelectionResult,
+    model_selection,
+    sample_hybrid_systems,
+)
+from assay.stats.pairwise import (
+    PairCounts,
+    PairwiseResult,
+    TieCalibrationResult,
+    acc_23,
+    pair_counts,
+    pairwise_accuracy,
+    tau_23,
+    tie_calibration,
+)
+from assay.stats.significance import (
+    PermutationResult,
+    WilliamsResult,
+    grouped_statistic,
+    permutation_test,
+    williams_p_value,
+    williams_test,
+)
+from assay.stats.system_level import system_level_correlation, system_scores
+
+__all__ = [
+    "BootstrapResult",
+    "Correlation",
+    "CorrelationResult",
+    "CoverageResult",
+    "Grouping",
+    "HybridSystems",
+    "KendallLikeResult",
+    "MetricTies",
+    "ModelSelectionResult",
+    "PairCounts",
+    "PairwiseResult",
+    "PermutationResult",
+    "RankedMetric",
+    "SignificanceClusters",
+    "StatsInputError",
+    "TieCalibrationResult",
+    "WilliamsResult",
+    "acc_23",
+    "assign_clusters",
+    "bootstrap_ci",
+    "correlate",
+    "coverage_report",
+    "grouped_statistic",
+    "kendall_like",
+    "kendall_like_from_pairs",
+    "kendall_tau",
+    "metric_ties_for_wmt_year",
+    "model_selection",
+    "pair_counts",
+    "pairwise_accuracy",
+    "pearson",
+    "permutation_test",
+    "rank_metrics",
+    "sample_hybrid_systems",
+    "significance_clusters",
+    "spearman",
+    "system_level_correlation",
+    "system_scores",
+    "tau_23",
+    "tie_calibration",
+    "williams_p_value",
+    "williams_test",
+]

@@ -1,0 +1,104 @@
+"""Shared test fixtures.
+
+Tests read the real datasets from ``../shared/data`` (beside the repository). Services
+(PostgreSQL at 127.0.0.1:5432) may be absent on a user's machine, where their tests skip; with
+``ASSAY_REQUIRE_SERVICES=1`` (set by ``./dev test`` when ``CI`` is set) a missing service fails.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = Path(os.environ.get("ASSAY_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+
+
+def services_required() -> bool:
+    return os.environ.get("ASSAY_REQUIRE_SERVICES", "") not in ("", "0", "false")
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The real human-judgment datasets beside the repository."""
+    if not SHARED_DATA.is_dir():
+        if services_required():
+            pytest.fail(f"shared data not found at {SHARED_DATA}")
+        pytest.skip(f"shared data not found at {SHARED_DATA}")
+    return SHARED_DATA
+
+
+@pytest.fixture(autouse=True)
+def isolated_assay_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own ASSAY_HOME so nothing leaks into ~/.assay."""
+    home = tmp_path_factory.mktemp("assay_home")
+    monkeypatch.setenv("ASSAY_HOME", str(home))
+    monkeypatch.delenv("ASSAY_CATALOG_URL", raising=False)
+    monkeypatch.delenv("ASSAY_DATA_DIR", raising=False)
+    from assay.catalog.engine import reset_engines
+
+    reset_engines()
+    return home
+
+
+@pytest.fixture(scope="session")
+def prefect_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The real Prefect engine on a temporary local server, one per test session."""
+    os.environ.setdefault("PREFECT_HOME", str(tmp_path_factory.mktemp("prefect_home")))
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_LOGGING_TO_API_ENABLED", "false")
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=180):
+        yield
+
+
+
+# PostgreSQL: a fresh database per test on the server at 127.0.0.1:5432 (trust authentication),
+# dropped afterwards. Without the server the test skips, unless ASSAY_REQUIRE_SERVICES is set (CI).
+PG_ADMIN_URL = os.environ.get("ASSAY_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+
+
+def _pg_available() -> str | None:
+    try:
+        engine = create_engine(PG_ADMIN_URL, connect_args={"connect_timeout": 3})
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+        engine.dispose()
+        return None
+    except Exception as exc:  # any driver/connection failure means "not available"
+        return str(exc).splitlines()[0]
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    problem = _pg_available()
+    if problem is not None:
+        if services_required():
+            pytest.fail(f"PostgreSQL at {PG_ADMIN_URL} is required (ASSAY_REQUIRE_SERVICES): {problem}")
+        pytest.skip(f"PostgreSQL not available: {problem}")
+    name = f"assay_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :n AND pid <> pg_backend_pid()"
+            ), {"n": name})
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
+        admin.dispose()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'catalog.sqlite'}"
+
+

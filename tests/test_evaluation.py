@@ -1,0 +1,154 @@
+"""Evaluation, leaderboards and data-versioned reruns on the bundled demo package."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from assay.catalog.engine import session_scope
+from assay.catalog.models import Run
+from assay.errors import NotFoundError, UsageError
+from assay.evaluation import evaluate
+from assay.fixtures import fixtures_dir
+from assay.ingest import ingest_path
+from assay.leaderboard import LeaderboardQuery, leaderboard
+from assay.metrics.registry import MetricSpec
+from assay.reruns import rerun
+from assay.scoring import finish_scoring, plan_scoring, score_shard
+
+DEMO_WMT = fixtures_dir() / "demo-wmt"
+ROW_KEYS = {"metric", "signature", "group", "aspect", "level", "statistic", "value", "ci_low", "ci_high", "n",
+            "dataset_version"}
+
+
+def score(dataset: str, metric: str, scope: str = "judged") -> dict:
+    plan = plan_scoring(dataset, MetricSpec(metric), scope=scope)
+    return finish_scoring(plan, [score_shard(plan, i) for i in range(len(plan.shards))])
+
+
+def test_evaluate_rows_have_the_documented_fields() -> None:
+    ingest_path(DEMO_WMT)
+    score("wmt99", "sentbleu")
+    score("wmt99", "chrf")
+    result = evaluate("wmt99", level="seg", n_resamples=200)
+    rows = result["rows"]
+    assert all(set(row) >= ROW_KEYS for row in rows)
+    assert {r["group"] for r in rows} == {"de-en", "fr-en", "all"}
+    assert {r["statistic"] for r in rows} == {"pearson", "kendall"}
+    for row in rows:
+        assert -1 <= row["value"] <= 1 and row["ci_low"] <= row["value"] <= row["ci_high"]
+    # the same seed gives the same intervals
+    again = evaluate("wmt99", level="seg", n_resamples=200)
+    strip = [(r["group"], r["statistic"], r["metric"], r["ci_low"], r["ci_high"]) for r in rows]
+    assert strip == [(r["group"], r["statistic"], r["metric"], r["ci_low"], r["ci_high"]) for r in again["rows"]]
+
+
+def test_system_level_needs_full_outputs_and_uses_corpus_bleu() -> None:
+    ingest_path(DEMO_WMT)
+    with pytest.raises(UsageError, match="scope outputs"):
+        evaluate("wmt99", level="sys")
+    score("wmt99", "bleu", scope="outputs")
+    result = evaluate("wmt99", level="sys", statistics=["pearson"], n_resamples=100)
+    assert {r["metric"] for r in result["rows"]} == {"bleu"}
+    assert {r["n"] for r in result["rows"] if r["group"] != "all"} == {3}
+
+
+def test_leaderboard_ranks_with_clusters_and_parameterized_filters() -> None:
+    ingest_path(DEMO_WMT)
+    for metric in ("sentbleu", "chrf", "ter"):
+        score("wmt99", metric)
+    evaluate("wmt99", level="seg", n_resamples=200)
+    rows = leaderboard(LeaderboardQuery("wmt99", "seg", "kendall", "de-en"))
+    assert [r["rank"] for r in rows] == [1, 2, 3]
+    assert rows[0]["value"] >= rows[1]["value"] >= rows[2]["value"]
+    assert all(r["cluster"] >= 1 and r["signature"].startswith(r["metric"]) for r in rows)
+    subset = leaderboard(LeaderboardQuery("wmt99", "seg", "kendall", "de-en", metrics=("ter", "chrf")))
+    assert {r["metric"] for r in subset} == {"ter", "chrf"}
+    # user input is bound, never interpolated: an injection attempt is just a group that doesn't exist
+    with pytest.raises(NotFoundError):
+        leaderboard(LeaderboardQuery("wmt99", "seg", "kendall", "de-en' OR '1'='1"))
+
+
+def test_leaderboard_refuses_different_item_sets(tmp_path: Path) -> None:
+    root = tmp_path / "demo-wmt"
+    shutil.copytree(DEMO_WMT, root)
+    ingest_path(root)
+    score("wmt99", "sentbleu")
+    evaluate("wmt99", level="seg", n_resamples=50)
+    # a second version with one more system; only chrf is evaluated on it
+    out_dir = root / "system-outputs/newstest2099/de-en"
+    shutil.copy(out_dir / "newstest2099.beta.102.de-en", out_dir / "newstest2099.epsilon.105.de-en")
+    (out_dir / "newstest2099.epsilon.105.de-en").write_text(
+        (out_dir / "newstest2099.beta.102.de-en").read_text().replace("The", "A"))
+    with (root / "DA-seglevel.csv").open("a") as handle:
+        handle.writelines(f"de-en newstest2099 epsilon.105 {sid} -0.1\n" for sid in range(1, 7))
+    ingest_path(root)
+    score("wmt99@2", "chrf")
+    evaluate("wmt99@2", level="seg", metrics=["chrf"], n_resamples=50)
+    # unpinned, the leaderboard ranks only the newest version's rows: sentbleu (v1 only) is not mixed in
+    newest = leaderboard(LeaderboardQuery("wmt99", "seg", "kendall", "de-en"))
+    assert {(r["metric"], r["dataset_version"]) for r in newest} == {("chrf", 2)}
+    mixed = leaderboard(LeaderboardQuery("wmt99", "seg", "kendall", "de-en", allow_mixed=True))
+    assert {(r["metric"], r["dataset_version"]) for r in mixed} == {("sentbleu", 1), ("chrf", 2)}
+    # each version on its own ranks fine
+    assert leaderboard(LeaderboardQuery("wmt99@1", "seg", "kendall", "de-en"))[0]["metric"] == "sentbleu"
+    assert leaderboard(LeaderboardQuery("wmt99@2", "seg", "kendall", "de-en"))[0]["metric"] == "chrf"
+
+
+def test_rows_from_different_item_sets_or_versions_are_refused() -> None:
+    from assay.leaderboard import _refuse_mixed
+
+    _refuse_mixed([{"dataset_version": 1, "aspect": "da", "item_set": "a"},
+                   {"dataset_version": 1, "aspect": "da", "item_set": "a"}])
+    with pytest.raises(UsageError, match="different item sets"):
+        _refuse_mixed([{"dataset_version": 1, "aspect": "da", "item_set": "a"},
+                       {"dataset_version": 1, "aspect": "da", "item_set": "b"}])
+    with pytest.raises(UsageError, match="dataset versions"):
+        _refuse_mixed([{"dataset_version": 1, "aspect": "da", "item_set": "a"},
+                       {"dataset_version": 2, "aspect": "da", "item_set": "a"}])
+
+
+def test_data_versioned_rerun(tmp_path: Path) -> None:
+    """A corrected dataset never silently changes an old result; a rerun recomputes exactly."""
+    root = tmp_path / "demo-wmt"
+    shutil.copytree(DEMO_WMT, root)
+    v1 = ingest_path(root)
+    first_score = score("wmt99", "sentbleu")
+    first_eval = evaluate("wmt99@1", level="seg", n_resamples=100)
+
+    # version 2: one judgment corrected, one system added
+    seg = root / "DA-seglevel.csv"
+    corrected = seg.read_text().replace("de-en newstest2099 beta.102 4 -0.310", "de-en newstest2099 beta.102 4 0.500")
+    assert corrected != seg.read_text()
+    seg.write_text(corrected)
+    out_dir = root / "system-outputs/newstest2099/fr-en"
+    (out_dir / "newstest2099.zeta.106.fr-en").write_text(
+        (out_dir / "newstest2099.gamma.103.fr-en").read_text().lower())
+    with seg.open("a") as handle:
+        handle.writelines(f"fr-en newstest2099 zeta.106 {sid} -1.2\n" for sid in range(1, 7))
+    v2 = ingest_path(root)
+    assert (v1.number, v2.number) == (1, 2) and v1.digest != v2.digest
+
+    second_score = score("wmt99@2", "sentbleu")
+    assert second_score["computed"] == 6 and second_score["cached"] == 36  # only the new system's segments
+    second_eval = evaluate("wmt99@2", level="seg", n_resamples=100)
+    v1_rows = {(r["group"], r["statistic"]): r["value"] for r in first_eval["rows"]}
+    v2_rows = {(r["group"], r["statistic"]): r["value"] for r in second_eval["rows"]}
+    assert v1_rows != v2_rows
+
+    # rerunning the old runs reproduces the old numbers against version 1, writes new runs, keeps old
+    rerun_score = rerun(first_score["run_id"])
+    assert rerun_score["computed"] == 0 and rerun_score["dataset"] == "wmt99@1"
+    rerun_eval = rerun(first_eval["run_id"])
+    assert {(r["group"], r["statistic"]): r["value"] for r in rerun_eval["rows"]} == v1_rows
+    with session_scope() as session:
+        new_run = session.get(Run, rerun_eval["run_id"])
+        assert new_run is not None and new_run.parent_run_id == first_eval["run_id"]
+        assert session.get(Run, first_eval["run_id"]) is not None
+    # both versions stay queryable
+    assert leaderboard(LeaderboardQuery("wmt99@1", "seg", "pearson", "all"))[0]["value"] == pytest.approx(
+        v1_rows[("all", "pearson")])
+    assert leaderboard(LeaderboardQuery("wmt99@2", "seg", "pearson", "all"))[0]["value"] == pytest.approx(
+        v2_rows[("all", "pearson")])

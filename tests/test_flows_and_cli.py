@@ -1,0 +1,210 @@
+"""The ingest flow on the real Prefect engine, and the `assay` command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from assay.errors import InputError
+from assay.fixtures import fixtures_dir
+
+REPO = Path(__file__).resolve().parent.parent
+ASSAY = Path(sys.executable).parent / "assay"
+DEMO_WMT = fixtures_dir() / "demo-wmt"
+
+
+def cli():
+    from assay.cli.main import cli as group
+
+    return group
+
+
+@pytest.mark.prefect
+def test_ingest_flow_runs_on_the_prefect_engine(prefect_engine: None) -> None:
+    from prefect import get_client
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    from assay.flows.ingest import ingest_flow
+
+    results = ingest_flow([str(DEMO_WMT), str(fixtures_dir() / "demo-captions.tsv")])
+    assert [r["name"] for r in results] == ["wmt99", "demo-captions"]
+    assert all(r["created"] for r in results)
+    again = ingest_flow([str(DEMO_WMT)])
+    assert again[0]["created"] is False and again[0]["digest"] == results[0]["digest"]
+
+    import anyio
+
+    async def flow_runs() -> list[str]:
+        async with get_client() as client:
+            runs = await client.read_flow_runs(limit=50, sort=FlowRunSort.START_TIME_DESC)
+            return [r.state_type.value for r in runs if r.name]
+
+    states = anyio.run(flow_runs)
+    assert states.count("COMPLETED") >= 2  # the engine recorded both flow runs
+
+
+@pytest.mark.prefect
+def test_ingest_flow_fails_with_the_input_error(prefect_engine: None, tmp_path: Path) -> None:
+    from assay.flows.ingest import ingest_flow
+
+    bad = tmp_path / "demo-wmt"
+    shutil.copytree(DEMO_WMT, bad)
+    (bad / "DA-seglevel.csv").write_text("LP DATA SYSTEM SID HUMAN\nde-en newstest2099 alpha.101 1 NaN\n")
+    with pytest.raises(InputError, match=r"DA-seglevel.csv:2"):
+        ingest_flow([str(bad)])
+
+
+@pytest.mark.prefect
+def test_cli_ingest_list_show_sql(prefect_engine: None) -> None:
+    runner = CliRunner()
+    group = cli()
+    result = runner.invoke(group, ["ingest", str(DEMO_WMT), "--json"])
+    assert result.exit_code == 0, result.output
+    ingested = json.loads(result.stdout)
+    assert ingested["name"] == "wmt99" and ingested["version"] == 1
+
+    result = runner.invoke(group, ["datasets", "list", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert rows[0]["name"] == "wmt99"
+    assert {"name", "version", "digest", "segment_judgments", "system_judgments"} <= set(rows[0])
+    assert rows[0]["segment_judgments"] == 36 and rows[0]["system_judgments"] == 6
+
+    result = runner.invoke(group, ["datasets", "show", "wmt99@1", "--json"])
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.stdout)
+    assert shown["digest"] == ingested["digest"]
+    assert all(len(f["sha256"]) == 64 for f in shown["source_files"])
+
+    query = 'SELECT "group", count(*) AS n FROM wmt99 GROUP BY 1 ORDER BY 1'
+    result = runner.invoke(group, ["sql", query, "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == [{"group": "de-en", "n": 18}, {"group": "fr-en", "n": 18}]
+
+    result = runner.invoke(group, ["sql", "SELECT count(*) AS n FROM segments", "--json", "--dataset", "wmt99@1"])
+    assert json.loads(result.stdout) == [{"n": 36}]
+
+
+@pytest.mark.parametrize("query", [
+    "CREATE TABLE t AS SELECT 1",
+    "DROP VIEW wmt99",
+    "COPY (SELECT 1) TO '/tmp/assay-should-not-exist.csv'",
+    "INSERT INTO wmt99 SELECT * FROM wmt99",
+])
+def test_sql_is_read_only(query: str) -> None:
+    from assay.errors import UsageError
+    from assay.ingest import ingest_path
+    from assay.query.duck import run_user_query
+
+    ingest_path(DEMO_WMT)
+    with pytest.raises(UsageError, match="read-only"):
+        run_user_query(query)
+    assert not Path("/tmp/assay-should-not-exist.csv").exists()
+
+
+def test_help_on_every_command() -> None:
+    runner = CliRunner()
+    group = cli()
+    for args in (["--help"], ["run", "--help"], ["ingest", "--help"], ["datasets", "--help"],
+                 ["datasets", "list", "--help"], ["datasets", "show", "--help"], ["sql", "--help"],
+                 ["db", "--help"], ["db", "upgrade", "--help"], ["db", "downgrade", "--help"]):
+        result = runner.invoke(group, args)
+        assert result.exit_code == 0 and "Usage:" in result.output, args
+
+
+def _run_assay(args: list[str], home: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, "ASSAY_HOME": str(home), **env}
+    environment.pop("PREFECT_HOME", None)
+    environment.pop("PREFECT_API_URL", None)
+    return subprocess.run([str(ASSAY), *args], capture_output=True, text=True, env=environment,
+                          timeout=600, cwd=REPO)
+
+
+@pytest.mark.slow
+def test_assay_run_end_to_end_in_a_fresh_home(tmp_path: Path) -> None:
+    """The README's main job as a newcomer runs it: empty ASSAY_HOME, bundled demo data."""
+    home = tmp_path / "home"
+    done = _run_assay(["run"], home)
+    assert done.returncode == 0, done.stderr
+    assert "wmt99@1" in done.stdout and "demo-captions@1" in done.stdout
+    assert (home / "catalog.sqlite").exists()
+
+    listed = _run_assay(["datasets", "list", "--json"], home)
+    assert {row["name"] for row in json.loads(listed.stdout)} == {"wmt99", "demo-captions"}
+
+
+@pytest.mark.slow
+def test_bad_input_exits_non_zero_with_one_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "demo-wmt"
+    shutil.copytree(DEMO_WMT, bad)
+    seg = bad / "DA-seglevel.csv"
+    seg.write_text(seg.read_text().replace("0.620", "oops", 1))
+    done = _run_assay(["ingest", str(bad)], tmp_path / "home")
+    assert done.returncode == 2
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("error: ") and f"{seg}:2" in lines[0]
+    assert not (tmp_path / "home" / "datasets").exists() or not any((tmp_path / "home" / "datasets").iterdir())
+
+
+def test_import_platform_from_repo_root_is_the_standard_library() -> None:
+    done = subprocess.run([sys.executable, "-c", "import platform; print(platform.system())"],
+                          capture_output=True, text=True, cwd=REPO, check=True)
+    assert done.stdout.strip() == "Linux"
+
+
+def test_platform_package_does_not_import_torch_at_module_level() -> None:
+    code = (
+        "import sys, pkgutil, importlib, assay\n"
+        "for m in pkgutil.walk_packages(assay.__path__, 'assay.'):\n"
+        "    if m.name.startswith(('assay.flows', 'assay.workers', 'assay.migrations')): continue\n"
+        "    importlib.import_module(m.name)\n"
+        "print('torch' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
+@pytest.mark.prefect
+def test_cli_score_evaluate_leaderboard(prefect_engine: None, tmp_path: Path) -> None:
+    runner = CliRunner()
+    group = cli()
+    assert runner.invoke(group, ["ingest", str(DEMO_WMT)]).exit_code == 0
+    for metric in ("sentbleu", "chrf"):
+        result = runner.invoke(group, ["score", "--dataset", "wmt99", "--metric", metric, "--json"])
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["computed"] == 36
+    again = runner.invoke(group, ["score", "--dataset", "wmt99", "--metric", "chrf", "--json"])
+    assert json.loads(again.stdout)["computed"] == 0
+
+    out = tmp_path / "chrf.csv"
+    result = runner.invoke(group, ["scores", "export", "--dataset", "wmt99", "--metric", "chrf", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    header = out.read_text().splitlines()[0]
+    for column in ("group", "system", "segment_id", "aspect", "human", "score", "signature"):
+        assert f'"{column}"' in header
+
+    result = runner.invoke(group, ["evaluate", "--dataset", "wmt99", "--level", "seg", "--resamples", "100", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert {"metric", "signature", "group", "aspect", "level", "statistic", "value", "ci_low", "ci_high", "n",
+            "dataset_version"} <= set(rows[0])
+
+    result = runner.invoke(group, ["leaderboard", "--dataset", "wmt99", "--level", "seg", "--stat", "kendall",
+                                   "--json"])
+    assert result.exit_code == 0, result.output
+    board = json.loads(result.stdout)
+    assert [r["rank"] for r in board] == [1, 2]
+    assert {"rank", "cluster", "metric", "signature", "value"} <= set(board[0])
+    result = runner.invoke(group, ["leaderboard", "--dataset", "wmt99", "--csv"])
+    assert result.exit_code == 0 and result.stdout.splitlines()[0].startswith("rank,cluster,")
+    result = runner.invoke(group, ["leaderboard", "--dataset", "wmt99"])
+    assert result.exit_code == 0 and "sentbleu" in result.stdout

