@@ -11,7 +11,10 @@ import pytest
 import sacrebleu
 from rouge_score import rouge_scorer
 
+from assay.catalog.dataset_versions import resolve
+from assay.catalog.engine import session_scope
 from assay.config import load_settings
+from assay.datasets import store
 from assay.fixtures import fixtures_dir
 from assay.ingest import ingest_path
 from assay.metrics.lexical import ChrF, CorpusBLEU, RougeL, SentenceBLEU
@@ -134,3 +137,32 @@ def test_score_flow_on_the_prefect_engine(prefect_engine: None) -> None:
     assert first["computed"] == 36 and second["computed"] == 0
     table = scored_segments("wmt99", create_metric("rouge1"))
     assert {"precision", "recall", "f1", "score", "human", "signature"} <= set(table.column_names)
+
+
+def test_bertscore_idf_shards_use_the_whole_sets_references() -> None:
+    """idf (BERTScore §3) is computed over every reference of the scored set, never per shard: shards
+    of 5 give the scores of one direct call over all 36 segments (tolerance 1e-6: batch
+    composition changes float32 summation order only), and the reference multiset joins the
+    signature, so a set with other references does not reuse these scores."""
+    from assay.workers.metrics import BERTScore
+
+    ingest_path(DEMO_WMT)
+    summary = run_scoring("wmt99", "bertscore", shard_size=5, layer=4, idf=True)
+    assert summary["computed"] == 36 and len(summary["files"]) == 8
+    assert "|idf-refs:" in summary["signature"]
+    metric = BERTScore(layer=4, idf=True)
+    table = scored_segments("wmt99", metric)
+    assert table.column("signature")[0].as_py() == summary["signature"]
+    settings = load_settings()
+    with session_scope(settings) as session:
+        store_path = resolve(session, "wmt99").store_path
+    segments = store.read_table(settings, store_path, "segments")
+    candidates = segments.column("candidate").to_pylist()
+    references = segments.column("references").to_pylist()
+    direct = metric.score(candidates, references)  # idf from the references of this one call
+    np.testing.assert_allclose(table.column("score").to_numpy(), direct.score, atol=1e-6, rtol=0)
+    # without idf, shard-level idf is moot and the signature has no reference-set part
+    plain = run_scoring("wmt99", "bertscore", shard_size=5, layer=4)
+    assert "|idf-refs:" not in plain["signature"] and plain["computed"] == 36
+    # the same request again computes nothing
+    assert run_scoring("wmt99", "bertscore", shard_size=7, layer=4, idf=True)["computed"] == 0

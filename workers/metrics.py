@@ -113,14 +113,24 @@ class BERTScore(Metric):
         return cached_signature("bertscore", folder if folder.exists() else None, self.params(),
                                 lambda: str(self.scorer().signature("F")))
 
+    @property
+    def reference_dependent(self) -> bool:
+        """With idf, a segment's score depends on every reference of the scored set."""
+        return self.idf
+
     def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
-              sources: Sequence[str | None] | None = None) -> SegmentScores:
+              sources: Sequence[str | None] | None = None, *,
+              idf_sentences: Sequence[str] | None = None) -> SegmentScores:
+        """P, R, F per segment (main score F). With idf, the weights come from ``idf_sentences``
+        (the pipeline passes every reference of the scored set) or else from ``references``."""
         self.check_inputs(candidates, references)
         import warnings
 
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            precision, recall, f1 = self.scorer().score(list(candidates), [list(r) for r in references])
+            precision, recall, f1 = self.scorer().score(
+                list(candidates), [list(r) for r in references],
+                idf_sentences=list(idf_sentences) if idf_sentences is not None else None)
         notes = sorted({str(w.message) for w in caught})
         return SegmentScores(np.asarray(f1), extra={"precision": precision, "recall": recall, "f1": f1},
                              warnings=notes)

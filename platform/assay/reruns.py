@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from assay.catalog.dataset_versions import resolve
 from assay.catalog.engine import session_scope
 from assay.catalog.models import Run
 from assay.config import Settings, load_settings
 from assay.errors import NotFoundError, UsageError
 from assay.evaluation import evaluate
 from assay.metrics.registry import MetricSpec, create_metric
-from assay.scoring import finish_scoring, plan_scoring, score_shard
+from assay.scoring import finish_scoring, plan_scoring, scope_rows, scoped_signature, score_shard
 
 
 def rerun(run_id: str, settings: Settings | None = None) -> dict[str, Any]:
@@ -31,8 +32,10 @@ def rerun(run_id: str, settings: Settings | None = None) -> dict[str, Any]:
     pinned = f"{inputs['dataset']}@{inputs['dataset_digest']}"
     if kind == "score":
         spec = MetricSpec.from_dict(parameters["metric"])
-        signature = create_metric(spec).signature()
-        recorded = inputs["signature"].split("|set:")[0]
+        with session_scope(settings) as session:
+            store_path = resolve(session, pinned).store_path
+        signature = scoped_signature(create_metric(spec), scope_rows(settings, store_path, parameters["scope"]))
+        recorded = inputs["signature"]
         if signature != recorded:
             raise UsageError(f"cannot rerun {run_id} exactly: the metric's signature is now\n  {signature}\n"
                              f"but the run used\n  {recorded}\n(install the recorded versions or the checkpoint)")

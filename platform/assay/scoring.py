@@ -57,6 +57,8 @@ class ScorePlan:
     todo_path: str | None
     shards: list[tuple[int, int]] = field(default_factory=list)
     started_at: float = 0.0
+    idf_path: str | None = None
+    """Work file with the whole scored set's references, for metrics whose weights depend on them."""
 
     @property
     def to_compute(self) -> int:
@@ -115,6 +117,32 @@ def keys_of(table: pa.Table) -> list[str]:
     ]
 
 
+def reference_corpus(rows: pa.Table) -> list[str]:
+    """Every reference of every row, duplicates included: the corpus idf is computed over, as
+    bert_score computes it over the reference list it is given."""
+    return [ref for refs in rows.column("references").to_pylist() for ref in (refs or [])]
+
+
+def scoped_signature(metric: Metric, rows: pa.Table, keys: list[str] | None = None) -> str:
+    """The metric's signature, extended where a segment's score depends on the scored set.
+
+    - ``corpus_dependent`` (BLEU Neighbors leave-one-out): the set of segment keys joins it.
+    - ``reference_dependent`` (BERTScore with idf, Zhang et al. 2020 §3 "Importance Weighting"):
+      the idf weights come from all references of the scored set, whose multiset joins it.
+
+    Either way, shards of one request share one set, so scoring in shards equals one pass, and a
+    different set never reuses cached scores computed under another.
+    """
+    signature = metric.signature()
+    if getattr(metric, "corpus_dependent", False):
+        keys = keys if keys is not None else keys_of(rows)
+        signature += "|set:" + hashlib.sha256("\n".join(sorted(set(keys))).encode()).hexdigest()[:12]
+    if getattr(metric, "reference_dependent", False):
+        corpus = sorted(ref.strip() for ref in reference_corpus(rows))
+        signature += "|idf-refs:" + hashlib.sha256("\n".join(corpus).encode()).hexdigest()[:12]
+    return signature
+
+
 def plan_scoring(
     dataset: str,
     spec: MetricSpec,
@@ -134,11 +162,7 @@ def plan_scoring(
         raise UsageError(f"{name}@{number} has no {scope} segments to score (try --scope outputs or all)")
     keys = keys_of(rows)
     metric_name = metric.name
-    signature = metric.signature()
-    if getattr(metric, "corpus_dependent", False):
-        # e.g. BLEU Neighbors leave-one-out: the score of a segment depends on the whole set, so
-        # the set's identity is part of the signature
-        signature += "|set:" + hashlib.sha256("\n".join(sorted(set(keys))).encode()).hexdigest()[:12]
+    signature = scoped_signature(metric, rows, keys)
     done = segment_scores.scored_keys(settings, metric_name, signature)
     seen: set[str] = set()
     todo_index = []
@@ -149,7 +173,8 @@ def plan_scoring(
                 todo_index.append(i)
     unique = len(seen)
     run_id = uuid.uuid4().hex
-    todo_path = None
+    todo_path: str | None = None
+    idf_path: str | None = None
     shards: list[tuple[int, int]] = []
     if todo_index:
         todo = rows.take(todo_index).append_column("key", pa.array([keys[i] for i in todo_index], pa.string()))
@@ -167,11 +192,15 @@ def plan_scoring(
         pq.write_table(todo, todo_path)
         if getattr(metric, "corpus_dependent", False):
             shard_size = len(todo_index)
+        if getattr(metric, "reference_dependent", False):
+            idf_path = str(work / "idf-references.parquet")
+            pq.write_table(pa.table({"reference": pa.array(reference_corpus(rows), pa.string())}), idf_path)
         shards = [(start, min(start + shard_size, len(todo_index))) for start in range(0, len(todo_index), shard_size)]
     plan = ScorePlan(
         run_id=run_id, dataset=name, version_number=number, version_digest=digest, metric=spec.as_dict(),
         metric_name=metric_name, signature=signature, scope=scope, rows=rows.num_rows, unique=unique,
         cached=unique - len(todo_index), todo_path=todo_path, shards=shards, started_at=started,
+        idf_path=idf_path,
     )
     with session_scope(settings) as session:
         session.add(Run(
@@ -196,6 +225,9 @@ def score_shard(plan: ScorePlan, shard: int, settings: Settings | None = None) -
                  table.column("source").to_pylist())
     if getattr(metric, "needs_human", False):
         result = metric.score(*arguments, human=table.column("human").to_pylist())  # type: ignore[call-arg]
+    elif plan.idf_path is not None:
+        corpus = pq.read_table(plan.idf_path).column("reference").to_pylist()
+        result = metric.score(*arguments, idf_sentences=corpus)  # type: ignore[call-arg]
     else:
         result = metric.score(*arguments)
     seconds = time.perf_counter() - t0
@@ -235,6 +267,8 @@ def finish_scoring(plan: ScorePlan, parts: list[dict[str, Any]], settings: Setti
         for part in parts:
             session.add(ResultFile(run_id=plan.run_id, kind="segment_scores", path=part["path"],
                                    sha256=part["sha256"], rows=part["rows"]))
+    if plan.idf_path:
+        Path(plan.idf_path).unlink(missing_ok=True)
     if plan.todo_path:
         Path(plan.todo_path).unlink(missing_ok=True)
         with contextlib.suppress(OSError):  # other files may still be there

@@ -113,10 +113,7 @@ def export_command(dataset: str, metric: str | None, model: str | None, layer: i
 
     spec = metric_spec_from_options(metric, model, layer, idf, rescale, checkpoint, params)
     metric_obj = create_metric(MetricSpec.from_dict(spec))
-    signature = None
-    if getattr(metric_obj, "corpus_dependent", False):
-        raise UsageError(f"{metric_obj.name} scores depend on the scored set; export them with `assay sql`")
-    table = scored_segments(dataset, metric_obj, signature=signature)
+    table = scored_segments(dataset, metric_obj)
     write_table(table, out)
     click.echo(f"wrote {table.num_rows:,} rows to {out}")
 

@@ -26,12 +26,12 @@ def scored_segments(dataset: str, metric: Metric, settings: Settings | None = No
     segments = store.read_table(settings, store_path, "segments")
     if segments.num_rows == 0:
         raise UsageError(f"{label} has no segment-level judgments to export")
-    signature = signature or metric.signature()
     keys = [
         segment_scores.segment_key(s, r, c)
         for s, r, c in zip(segments.column("source").to_pylist(), segments.column("references").to_pylist(),
                            segments.column("candidate").to_pylist(), strict=True)
     ]
+    signature = signature or _stored_signature(settings, store_path, metric, set(keys))
     stored = segment_scores.read_scores(settings, metric.name, signature, set(keys))
     by_key = {row["key"]: row for row in stored.select(["key", "score", "extra"]).to_pylist()}
     missing = sum(1 for key in keys if key not in by_key)
@@ -59,6 +59,23 @@ def scored_segments(dataset: str, metric: Metric, settings: Settings | None = No
         columns[name] = [dict(by_key[k]["extra"] or []).get(name) for k in keys]
     columns["signature"] = [signature] * len(keys)
     return pa.table(columns)
+
+
+def _stored_signature(settings: Settings, store_path: str, metric: Metric, keys: set[str]) -> str:
+    """The signature the judged segments were scored under. For metrics whose scores depend on the
+    scored set (idf, leave-one-out), that is the signature of the scope that was scored: the judged
+    segments, or every output; the first that covers all judged segments is taken."""
+    from assay.scoring import scope_rows, scoped_signature
+
+    if not (getattr(metric, "corpus_dependent", False) or getattr(metric, "reference_dependent", False)):
+        return metric.signature()
+    tried = []
+    for scope in ("judged", "all"):
+        candidate = scoped_signature(metric, scope_rows(settings, store_path, scope))
+        if keys <= segment_scores.scored_keys(settings, metric.name, candidate):
+            return candidate
+        tried.append(candidate)
+    return tried[0]
 
 
 def write_table(table: pa.Table, out: str) -> None:
