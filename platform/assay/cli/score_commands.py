@@ -118,6 +118,40 @@ def export_command(dataset: str, metric: str | None, model: str | None, layer: i
     click.echo(f"wrote {table.num_rows:,} rows to {out}")
 
 
+@click.command("bertscore-baseline")
+@click.option("--dataset", required=True, metavar="NAME[@VERSION]",
+              help="Dataset version whose references and system outputs are paired at random.")
+@click.option("--model", help="Encoder folder or hub id (default: the bundled all-MiniLM-L6-v2).")
+@click.option("--layer", "layers", type=int, multiple=True,
+              help="Layer(s) to compute (repeatable; default for the bundled model: 4).")
+@click.option("--pairs", "n_pairs", type=int, default=10_000, show_default=True, help="Random sentence pairs.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the pair sampler.")
+@click.option("--lang", default="en", show_default=True, help="Language folder of the baseline file.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def baseline_command(dataset: str, model: str | None, layers: tuple[int, ...], n_pairs: int, seed: int, lang: str,
+                     as_json: bool) -> None:
+    """Compute a BERTScore rescaling baseline (Zhang et al., 2020, §3) for any model and layer.
+
+    The mean P, R and F of random sentence pairs from a stored dataset are written, with their
+    signature, to ASSAY_HOME/baselines/<lang>/<model>.tsv; `assay score --metric bertscore --rescale`
+    then uses them.
+    """
+    from assay.workers.rescale_baselines import compute_dataset_baseline
+
+    if model is not None and Path(model).exists():
+        model = str(Path(model).resolve())
+    result = compute_dataset_baseline(dataset, model=model, layers=list(layers), n_pairs=n_pairs, seed=seed,
+                                      lang=lang)
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(f"wrote {result['file']} ({result['seconds']:.1f} s, run {result['run_id']})")
+    for layer, values in result["layers"].items():
+        click.echo(f"  layer {layer}: P {values['P']:.6f}  R {values['R']:.6f}  F {values['F']:.6f}")
+        click.echo(f"    {values['signature']}")
+
+
 def register(cli: click.Group) -> None:
     cli.add_command(score_command)
     cli.add_command(scores)
+    cli.add_command(baseline_command)
