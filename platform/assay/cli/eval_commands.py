@@ -117,7 +117,38 @@ def rerun_command(run_id: str, as_json: bool) -> None:
         print_rows(result["rows"], ["group", "aspect", "statistic", "rank", "cluster", "metric", "value", "ci", "n"])
 
 
+@click.command("select")
+@click.option("--dataset", required=True, metavar="NAME[@VERSION]", help="Dataset version (latest unless pinned).")
+@click.option("--metric", "metrics", multiple=True, help="Metric name or signature (default: every scored one).")
+@click.option("--hybrids", "n_hybrid", type=int, default=10_000, show_default=True,
+              help="Hybrid systems super-sampled per group.")
+@click.option("--candidates", "n_candidates", type=int, default=100, show_default=True,
+              help="Hybrids the metric chooses among in each draw.")
+@click.option("--draws", "n_trials", type=int, default=100_000, show_default=True, help="Model-selection draws.")
+@click.option("--seed", type=int, default=12345, show_default=True, help="Seed of the hybrids and the draws.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of rows.")
+def select_command(dataset: str, metrics: tuple[str, ...], n_hybrid: int, n_candidates: int, n_trials: int,
+                   seed: int, as_json: bool) -> None:
+    """Model selection with hybrid systems (BERTScore, Zhang et al. 2020, §4 and appendix F.2):
+    how often each metric's pick is the humans' best (Hits@1), MRR, and the human-score gap."""
+    from assay.model_selection import select_models
+
+    result = select_models(dataset, metrics=list(metrics) or None, n_hybrid=n_hybrid, n_candidates=n_candidates,
+                           n_trials=n_trials, seed=seed)
+    if as_json:
+        emit_json(result["rows"])
+        return
+    click.echo(f"{result['dataset']}: {n_hybrid:,} hybrids, {n_candidates} candidates, {n_trials:,} draws, "
+               f"seed {seed}; run {result['run_id']}")
+    rows = [{**r, "hits@1": f"{r['hits_at_1']:.3f}", "MRR": f"{r['mrr']:.3f}",
+             "diff": f"{r['mean_abs_human_diff']:.4f}"} for r in result["rows"]]
+    print_rows(rows, ["group", "aspect", "metric", "hits@1", "MRR", "diff", "n_systems", "n_items"])
+    for note in result["skipped"]:
+        click.echo(f"  skipped: {note}")
+
+
 def register(cli: click.Group) -> None:
+    cli.add_command(select_command)
     cli.add_command(evaluate_command)
     cli.add_command(leaderboard_command)
     cli.add_command(rerun_command)
