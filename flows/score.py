@@ -35,11 +35,14 @@ def score_flow(
     """Score every not-yet-scored segment of a dataset version with one metric."""
     plan = plan_task(dataset, metric, scope, shard_size)
     parts: list[dict[str, Any]] = []
-    shards = range(len(plan["shards"]))
+    shards = plan["shards"]
     try:
-        for shard in tqdm(shards, desc=f"scoring {plan['metric_name']}", unit="shard",
-                          disable=not progress or len(shards) == 0):
-            parts.append(score_shard_task(plan, shard))
+        # one bar in segments over the shards; a model-based metric shows its own bar within a shard
+        with tqdm(total=sum(end - start for start, end in shards), desc=f"scoring {plan['metric_name']}",
+                  unit="seg", disable=not progress or not shards) as bar:
+            for shard in range(len(shards)):
+                parts.append(score_shard_task(plan, shard))
+                bar.update(parts[-1]["rows"])
     except BaseException as exc:
         finish_task(plan, parts, error=f"{type(exc).__name__}: {exc}")
         raise

@@ -64,6 +64,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from assay.errors import InputError, UsageError
 from assay.workers.device import DeviceLike
@@ -88,6 +89,8 @@ CPU_TOKEN_BUDGET = 8192
 """Tokens per forward batch on the CPU. On the project's 2-core CPU, budgets from 2,048 to 16,384
 ran within measurement noise of each other with MiniLM; larger ones only cost memory."""
 CUDA_TOKEN_BUDGET = 65536
+PROGRESS_MIN_TOKENS = 50_000
+"""Embedding more tokens than this shows a progress bar (on a terminal)."""
 MATCH_BUDGET = 1 << 22
 """Elements of the similarity tensor (pairs x candidate tokens x reference tokens) per matching batch."""
 
@@ -444,7 +447,10 @@ class BERTScorer:
         flat_ids = torch.empty(total, dtype=torch.long)
         position = 0
         pad_id = self.encoder.tokenizer.pad_token_id
+        bar = tqdm(total=total, desc="embedding", unit="tok", unit_scale=True, leave=False,
+                   disable=None if total >= PROGRESS_MIN_TOKENS else True)  # None: shown on a terminal only
         for batch in _length_batches(lengths, self.token_budget):
+            bar.update(int(lengths[batch].sum()))
             batch_lengths = lengths[batch]
             width = int(batch_lengths.max())
             if int(batch_lengths.min()) == width:
@@ -472,6 +478,7 @@ class BERTScorer:
                 vectors[position : position + n] = out[row, :n]
                 offsets[i] = position
                 position += n
+        bar.close()
         return EmbeddedSentences(
             sentences=unique,
             token_ids=token_ids,
