@@ -152,3 +152,31 @@ def test_data_versioned_rerun(tmp_path: Path) -> None:
         v1_rows[("all", "pearson")])
     assert leaderboard(LeaderboardQuery("wmt99@2", "seg", "pearson", "all"))[0]["value"] == pytest.approx(
         v2_rows[("all", "pearson")])
+
+
+def test_pairwise_statistics_equal_the_stats_module_on_the_exported_scores() -> None:
+    """tau_23, acc_23 and tie-calibrated acc_23 (Deutsch et al. 2023; mt-metrics-eval), per language
+    pair: the evaluation's values equal ``assay.stats`` on the exported (human, score) vectors, whose
+    own values are checked against the mt-metrics-eval fixtures in tests/stats."""
+    import numpy as np
+
+    from assay.metrics.registry import create_metric
+    from assay.results.export import scored_segments
+    from assay.stats import acc_23, tau_23, tie_calibration
+
+    ingest_path(DEMO_WMT)
+    score("wmt99", "sentbleu")
+    result = evaluate("wmt99", level="seg", statistics=["tau23", "acc23", "acc_t"], n_resamples=100)
+    got = {(r["group"], r["statistic"]): r for r in result["rows"]}
+    table = scored_segments("wmt99", create_metric("sentbleu")).to_pylist()
+    for group in ("de-en", "fr-en"):
+        human = np.array([r["human"] for r in table if r["group"] == group])
+        metric = np.array([r["score"] for r in table if r["group"] == group])
+        assert got[(group, "tau23")]["value"] == pytest.approx(tau_23(human, metric).value, abs=1e-12)
+        assert got[(group, "acc23")]["value"] == pytest.approx(acc_23(human, metric).value, abs=1e-12)
+        calibrated = tie_calibration(human, metric, statistic="acc_23")
+        assert got[(group, "acc_t")]["value"] == pytest.approx(calibrated.value, abs=1e-12)
+        assert calibrated.value >= got[(group, "acc23")]["value"]  # epsilon 0 is among the candidates
+        for statistic in ("tau23", "acc23", "acc_t"):
+            row = got[(group, statistic)]
+            assert row["ci_low"] <= row["value"] <= row["ci_high"]

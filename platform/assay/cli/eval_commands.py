@@ -11,7 +11,8 @@ import click
 
 from assay.cli.output import emit_json
 
-STAT_HELP = "pearson, spearman, kendall (tau-b), kendall_c, kendall_like (DARR), pairwise_accuracy (sys)"
+STAT_HELP = ("pearson, spearman, kendall (tau-b), kendall_c, kendall_like (DARR), tau23, acc23, acc_t "
+             "(tie-calibrated acc23) (seg), pairwise_accuracy (sys)")
 
 
 @click.command("evaluate")

@@ -19,6 +19,7 @@ from assay.report.svg import esc
 STATISTIC_NAMES = {
     "pearson": "Pearson r", "spearman": "Spearman ρ", "kendall": "Kendall τ-b", "kendall_c": "Kendall τ-c",
     "kendall_like": "WMT DARR Kendall-like τ", "pairwise_accuracy": "pairwise accuracy",
+    "tau23": "τ_23", "acc23": "acc_23", "acc_t": "acc-t (tie-calibrated acc_23)",
 }
 LEVEL_NAMES = {"seg": "segment level", "sys": "system level"}
 
