@@ -2,7 +2,8 @@
 
 The state is real: the bundled WMT-shaped demo (2 language pairs x 3 systems x 6 segments) and
 the HUSE data are ingested, sentBLEU and chrF are scored on the judged segments and BLEU and chrF
-on the full outputs, and the demo is evaluated at segment and system level.
+on the full outputs, model selection runs on hybrids of the demo systems, and the demo is evaluated at
+segment and system level.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from assay.evaluation import evaluate
 from assay.fixtures import fixtures_dir
 from assay.ingest import derive_version, ingest_path
 from assay.metrics.registry import MetricSpec
+from assay.model_selection import select_models
 from assay.report import REPORT_FILE, build_report
 from assay.report.reference import BERTSCORE_TABLE1, BLEURT_TABLE2
 from assay.report.svg import nice_domain, tick_label
@@ -42,6 +44,7 @@ def small_state(shared_data: Path) -> dict[str, dict]:
         run_scoring("wmt99", metric)
     for metric in ("bleu", "chrf"):
         run_scoring("wmt99", metric, scope="outputs")
+    select_models("wmt99", n_hybrid=200, n_candidates=10, n_trials=500, seed=3)
     return {level: evaluate("wmt99", level=level, n_resamples=RESAMPLES) for level in ("seg", "sys")}
 
 
@@ -84,6 +87,10 @@ def test_report_renders_in_chromium(shared_data: Path, tmp_path: Path) -> None:
         # 5. no quality-drift samples: the section says how to make them
         assert figures(page, "sec-drift", "chart-drift") == 0
         assert "assay drift" in page.locator("#sec-drift .empty").inner_text()
+        # model selection: (sentbleu, chrf) x (de-en, fr-en) rows of the select run, signatures on hover
+        selection = page.locator("#sec-selection table.selection tbody tr")
+        assert selection.count() == 4
+        assert "signature:" in (selection.first.get_attribute("data-tip") or "")
         # 6. reference rows labelled; Assay rows empty (no WMT17/WMT18 here) with the commands
         assert page.locator("#bleurt-table2 tr.ref").count() == len(BLEURT_TABLE2)
         assert page.locator("#bertscore-table1 tr.ref").count() == len(BERTSCORE_TABLE1)

@@ -10,8 +10,9 @@
 3. system-level plots, human vs (recomputed) metric system scores per language pair;
 4. the BLEU Neighbors coverage/Spearman trade-off on HUSE, computed at build time;
 5. correlation against α for quality-drift test samples;
-6. the BLEURT Table 2 and BERTScore Table 1 layouts with Assay's and the papers' numbers;
-7. numbered notes: signatures, dataset versions with digests, runs, code version.
+6. model selection with hybrid systems (Hits@1, MRR, Diff) from ``assay select``;
+7. the BLEURT Table 2 and BERTScore Table 1 layouts with Assay's and the papers' numbers;
+8. numbered notes: signatures, dataset versions with digests, runs, code version.
 
 Sections without data say which commands produce them. Charts are inline SVG; nothing is loaded
 from the network when the page is viewed.
@@ -29,7 +30,16 @@ from assay.report.collect import correlation_rows, dataset_versions, latest_eval
 from assay.report.context import ReportContext
 from assay.report.page import render_page
 from assay.report.palette import MetricPalette
-from assay.report.sections import Section, correlations, drift, neighbors, reproduction, scatter, systems
+from assay.report.sections import (
+    Section,
+    correlations,
+    drift,
+    neighbors,
+    reproduction,
+    scatter,
+    selection,
+    systems,
+)
 from assay.report.svg import esc
 
 __all__ = ["REPORT_FILE", "build_report"]
@@ -55,6 +65,7 @@ def build_report(out_dir: Path | str, settings: Settings | None = None, *, main_
         systems.render(ctx, evaluations),
         neighbors.render(ctx, versions),
         drift.render(ctx, drift_evaluations),
+        selection.render(ctx),
         reproduction.render(ctx, evaluations),
     ]
     code_note = ctx.notes.cite("code", ctx.code_version, f"report built by <code>{esc(ctx.code_version)}</code>")

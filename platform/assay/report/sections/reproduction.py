@@ -1,4 +1,4 @@
-"""Section 6: the papers' tables, with Assay's numbers above the published and independent ones."""
+"""Section 7: the papers' tables, with Assay's numbers above the published and independent ones."""
 
 from __future__ import annotations
 
