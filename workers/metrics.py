@@ -89,7 +89,14 @@ class BERTScore(Metric):
             return str(computed)
         root = Path(os.environ.get("ASSAY_BASELINE_DIR", Path(__file__).resolve().parents[1].parent
                                    / "shared" / "data" / "bertscore-rescale-baseline"))
-        return str(root / self.lang / f"{baseline_model_name(self.model)}.tsv")  # bert_score's layout
+        shipped = root / self.lang / f"{baseline_model_name(self.model)}.tsv"  # bert_score's layout
+        if not shipped.is_file():
+            raise NotFoundError(
+                f"no rescaling baseline for {baseline_model_name(self.model)} ({self.lang}): neither {computed} nor "
+                f"{shipped} exists. Compute one with `assay bertscore-baseline --dataset NAME"
+                f"{'' if self.model is None else ' --model ' + self.model} --layer N`, or give a baseline file"
+            )
+        return str(shipped)
 
     def _baseline_state(self) -> str | None:
         """Which baseline file, with which content, rescaling uses now (None without rescaling)."""

@@ -72,3 +72,10 @@ def test_a_baseline_needs_a_layer_for_other_models() -> None:
     ingest_path(fixtures_dir() / "demo-wmt")
     with pytest.raises(UsageError, match="layer"):
         compute_dataset_baseline("wmt99", model="some/hub-model", layers=[])
+
+
+def test_rescaling_without_any_baseline_says_how_to_compute_one() -> None:
+    from assay.errors import NotFoundError
+
+    with pytest.raises(NotFoundError, match="assay bertscore-baseline"):
+        BERTScore(layer=4, rescale=True).signature()
