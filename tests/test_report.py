@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +54,6 @@ def figures(page: Any, section: str, chart_class: str) -> int:
 @pytest.mark.slow
 def test_report_renders_in_chromium(shared_data: Path, tmp_path: Path) -> None:
     executable = require_browser()
-    started = time.perf_counter()
     evaluations = small_state(shared_data)
     index = build_report(tmp_path / "report")
     assert index == tmp_path / "report" / REPORT_FILE
@@ -126,7 +124,6 @@ def test_report_renders_in_chromium(shared_data: Path, tmp_path: Path) -> None:
         shutil.copy(shot, Path(artifacts) / "report.png")
         shutil.copy(hover_shot, Path(artifacts) / "report-hover.png")
         shutil.copy(index, Path(artifacts) / "report.html")
-    assert time.perf_counter() - started < 90
 
 
 def test_empty_home_gives_a_page_that_says_what_to_run(tmp_path: Path) -> None:
