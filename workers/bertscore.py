@@ -69,6 +69,7 @@ from tqdm.auto import tqdm
 from assay.errors import InputError, UsageError
 from assay.workers.device import DeviceLike
 from assay.workers.encoder import Encoder, load_encoder
+from assay.workers.rescale_baselines import baseline_file
 
 __all__ = [
     "BERTScorer",
@@ -118,14 +119,6 @@ class Baseline:
 
     def as_array(self) -> np.ndarray:
         return np.array([self.precision, self.recall, self.f1], dtype=np.float64)
-
-
-def baseline_file(root: str | Path, lang: str, model_name: str) -> Path:
-    """The baseline file of bert_score's layout: ``root/<lang>/<model name>.tsv``.
-
-    ``model_name`` is the hub id, e.g. ``roberta-large`` or ``microsoft/deberta-large``.
-    """
-    return Path(root) / lang / f"{model_name}.tsv"
 
 
 def load_baseline(path: str | Path, layer: int) -> Baseline:

@@ -82,14 +82,14 @@ class BERTScore(Metric):
             return None
         if self.baseline:
             return self.baseline
-        from assay.workers.rescale_baselines import baseline_model_name, stored_baseline_file
+        from assay.workers.rescale_baselines import baseline_file, baseline_model_name, stored_baseline_file
 
         computed = stored_baseline_file(load_settings(), self.lang, self.model)
         if computed.is_file():  # from `assay bertscore-baseline`
             return str(computed)
         root = Path(os.environ.get("ASSAY_BASELINE_DIR", Path(__file__).resolve().parents[1].parent
                                    / "shared" / "data" / "bertscore-rescale-baseline"))
-        shipped = root / self.lang / f"{baseline_model_name(self.model)}.tsv"  # bert_score's layout
+        shipped = baseline_file(root, self.lang, baseline_model_name(self.model))
         if not shipped.is_file():
             raise NotFoundError(
                 f"no rescaling baseline for {baseline_model_name(self.model)} ({self.lang}): neither {computed} nor "

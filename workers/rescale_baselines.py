@@ -44,9 +44,17 @@ def baseline_model_name(model: str | None) -> str:
     return local.resolve().name if local.is_dir() else str(model)
 
 
+def baseline_file(root: str | Path, lang: str, model_name: str) -> Path:
+    """The baseline file of bert_score's layout: ``root/<lang>/<model name>.tsv``.
+
+    ``model_name`` is the hub id, e.g. ``roberta-large`` or ``microsoft/deberta-large``.
+    """
+    return Path(root) / lang / f"{model_name}.tsv"
+
+
 def stored_baseline_file(settings: Settings, lang: str, model: str | None) -> Path:
     """Where computed baselines of ``model`` live: ``ASSAY_HOME/baselines/<lang>/<model>.tsv``."""
-    return settings.home / "baselines" / lang / f"{baseline_model_name(model)}.tsv"  # bert_score's layout
+    return baseline_file(settings.home / "baselines", lang, baseline_model_name(model))
 
 
 def dataset_sentences(settings: Settings, store_path: str) -> list[str]:

@@ -136,7 +136,7 @@ def scored_signatures(settings: Settings) -> list[ScoredMetric]:
     return found
 
 
-def _wanted(candidates: list[ScoredMetric], metrics: Sequence[str] | None) -> list[ScoredMetric]:
+def wanted_signatures(candidates: list[ScoredMetric], metrics: Sequence[str] | None) -> list[ScoredMetric]:
     if not metrics:
         return candidates
     return [c for c in candidates if any(c.metric == m or c.signature == m or c.signature.startswith(m + "|")
@@ -243,7 +243,7 @@ def evaluate(
         name, number, digest, store_path, info = (version.dataset.name, version.number, version.digest,
                                                   version.store_path, dict(version.info))
     protocol_name, metric_ties = _protocol(info, protocol)
-    candidates = _wanted(scored_signatures(settings), metrics)
+    candidates = wanted_signatures(scored_signatures(settings), metrics)
     resampler = _Resampler(seed, n_resamples)
     if level == "seg":
         cells, skipped = _segment_cells(settings, store_path, candidates, statistics, metric_ties, resampler)
@@ -302,7 +302,7 @@ def evaluate(
             "rows": public, "skipped": skipped, "seconds": finished - started}
 
 
-def _score_lookup(settings: Settings, scored: ScoredMetric, keys: set[str]) -> dict[str, tuple[float | None, Any]]:
+def score_lookup(settings: Settings, scored: ScoredMetric, keys: set[str]) -> dict[str, tuple[float | None, Any]]:
     table = segment_scores.read_scores(settings, scored.metric, scored.signature, keys)
     return {k: (s, st) for k, s, st in zip(table.column("key").to_pylist(), table.column("score").to_pylist(),
                                            table.column("stats").to_pylist(), strict=True)}
@@ -329,7 +329,7 @@ def _segment_cells(settings: Settings, store_path: str, candidates: list[ScoredM
     for scored in candidates:
         if metric_class(scored.metric).stats_columns:
             continue  # a corpus-level metric (BLEU): its segment scores are another metric's (sentbleu)
-        lookup = _score_lookup(settings, scored, key_set)
+        lookup = score_lookup(settings, scored, key_set)
         if not key_set <= lookup.keys():
             if lookup:
                 skipped.append(f"{scored.signature} ({len(key_set - lookup.keys())} segments unscored)")
@@ -371,7 +371,7 @@ def _darr_cells(settings: Settings, store_path: str, candidates: list[ScoredMetr
     for scored in candidates:
         if metric_class(scored.metric).stats_columns:
             continue  # corpus-level metric: not a segment-level metric
-        lookup = _score_lookup(settings, scored, keys)
+        lookup = score_lookup(settings, scored, keys)
         if not keys <= lookup.keys():
             continue
         by_group: dict[str, list[tuple[float | None, float | None]]] = {}
@@ -409,7 +409,7 @@ def _system_cells(settings: Settings, store_path: str, candidates: list[ScoredMe
     cells: list[_Cell] = []
     skipped: list[str] = []
     for scored in candidates:
-        lookup = _score_lookup(settings, scored, all_keys)
+        lookup = score_lookup(settings, scored, all_keys)
         if not all_keys <= lookup.keys():
             if lookup:
                 skipped.append(f"{scored.signature} ({len(all_keys - lookup.keys())} outputs unscored)")

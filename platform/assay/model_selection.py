@@ -32,13 +32,13 @@ from assay.catalog.models import ResultFile, Run
 from assay.config import Settings, load_settings
 from assay.datasets import store
 from assay.errors import UsageError
-from assay.evaluation import ScoredMetric, _score_lookup, _wanted, scored_signatures
+from assay.evaluation import ScoredMetric, score_lookup, scored_signatures, wanted_signatures
 from assay.metrics.registry import metric_class
 from assay.provenance import code_version
 from assay.results import correlations, segment_scores
 from assay.stats.model_selection import model_selection, sample_hybrid_systems
 
-ROOT = "results/model_selection"
+ROOT = correlations.MODEL_SELECTION_ROOT
 
 SCHEMA = pa.schema([
     pa.field("run_id", pa.string(), nullable=False),
@@ -111,7 +111,7 @@ def select_models(
     groups: dict[tuple[str, str], list[int]] = {}
     for i, (g, a) in enumerate(zip(seg["group"], seg["aspect"], strict=True)):
         groups.setdefault((g, a), []).append(i)
-    candidates = [c for c in _wanted(scored_signatures(settings), metrics)
+    candidates = [c for c in wanted_signatures(scored_signatures(settings), metrics)
                   if not metric_class(c.metric).stats_columns]  # corpus BLEU: no segment scores to mix
     now = datetime.now(UTC)
     run_id = uuid.uuid4().hex
@@ -173,7 +173,7 @@ def select_models(
 def _metric_matrix(settings: Settings, scored: ScoredMetric, cell_keys: list[list[str]]) -> np.ndarray | None:
     """The metric's systems x items scores, or None unless every cell is scored and defined."""
     wanted = {k for row in cell_keys for k in row}
-    lookup = _score_lookup(settings, scored, wanted)
+    lookup = score_lookup(settings, scored, wanted)
     if not wanted <= lookup.keys():
         return None
     matrix = np.array([[np.nan if lookup[k][0] is None else lookup[k][0] for k in row] for row in cell_keys],

@@ -63,6 +63,7 @@ SIGNIFICANCE = pa.schema([
 
 CORRELATIONS_ROOT = "results/correlations"
 SIGNIFICANCE_ROOT = "results/significance"
+MODEL_SELECTION_ROOT = "results/model_selection"
 
 
 def write_part(settings: Settings, root: str, dataset: str, run_id: str, table: pa.Table, schema: pa.Schema) -> Path:

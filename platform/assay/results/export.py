@@ -69,13 +69,11 @@ def _stored_signature(settings: Settings, store_path: str, metric: Metric, keys:
 
     if not (getattr(metric, "corpus_dependent", False) or getattr(metric, "reference_dependent", False)):
         return metric.signature()
-    tried = []
-    for scope in ("judged", "all"):
-        candidate = scoped_signature(metric, scope_rows(settings, store_path, scope))
-        if keys <= segment_scores.scored_keys(settings, metric.name, candidate):
-            return candidate
-        tried.append(candidate)
-    return tried[0]
+    judged = scoped_signature(metric, scope_rows(settings, store_path, "judged"))
+    if keys <= segment_scores.scored_keys(settings, metric.name, judged):
+        return judged
+    everything = scoped_signature(metric, scope_rows(settings, store_path, "all"))
+    return everything if keys <= segment_scores.scored_keys(settings, metric.name, everything) else judged
 
 
 def write_table(table: pa.Table, out: str) -> None:

@@ -13,15 +13,15 @@ import pyarrow.dataset as ds
 from assay.report.context import ReportContext
 from assay.report.sections import Section, empty
 from assay.report.svg import esc
+from assay.results import correlations
 
 SECTION_ID = "sec-selection"
 TITLE = "Model selection with hybrid systems"
-ROOT = "results/model_selection"  # assay.model_selection.ROOT, without importing the computation
 
 
 def latest_selection_rows(ctx: ReportContext) -> list[dict[str, Any]]:
     """Rows of the newest ``assay select`` run of each dataset version."""
-    files = sorted((ctx.settings.home / ROOT).glob("dataset=*/part-*.parquet"))
+    files = sorted((ctx.settings.home / correlations.MODEL_SELECTION_ROOT).glob("dataset=*/part-*.parquet"))
     if not files:
         return []
     rows = ds.dataset([str(f) for f in files], format="parquet").to_table().to_pylist()
