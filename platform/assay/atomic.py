@@ -23,16 +23,16 @@ def atomic_path(target: Path, *, replace: bool = True) -> Iterator[Path]:
     """Yield a temporary path beside ``target``; on success it is renamed to ``target``.
 
     Works for a file or a folder written at the yielded path. With ``replace=False`` an existing
-    ``target`` is kept and the temporary one discarded (first writer wins: content-addressed
-    folders, where both copies are identical by construction).
+    ``target`` is kept, the temporary one discarded and ``FileExistsError`` raised (first writer
+    wins: content-addressed folders, where both copies are identical by construction).
     """
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.parent / f".tmp-{uuid.uuid4().hex[:12]}-{target.name}"
     try:
         yield tmp
         if not replace and target.exists():
-            _remove(tmp)
-        elif tmp.is_dir() and target.is_dir():
+            raise FileExistsError(target)
+        if tmp.is_dir() and target.is_dir():
             # os.replace cannot replace a non-empty folder: move the old one aside first
             old = target.parent / f".old-{uuid.uuid4().hex[:12]}-{target.name}"
             os.replace(target, old)

@@ -9,6 +9,12 @@
     The catalog cannot be used as it is (for example ``CatalogOutOfDate``).
 ``NotFoundError``
     A dataset, version, run or metric that the user named does not exist.
+``UsageError``
+    A command was called with arguments that cannot work together, or with bad parameters.
+``PluginError``
+    A dataset format or a metric (built in, or added by another package through an entry point)
+    broke its contract with Assay, e.g. a parser returned a table with the wrong schema. Not the
+    user's input: the message names the plugin, so its author can fix it.
 """
 
 from __future__ import annotations
@@ -60,3 +66,7 @@ class NotFoundError(AssayError):
 
 class UsageError(AssayError):
     """A command was called with arguments that cannot work together."""
+
+
+class PluginError(AssayError, TypeError):
+    """A dataset format or metric plugin broke its contract with Assay (a bug in the plugin)."""

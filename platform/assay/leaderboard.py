@@ -5,7 +5,10 @@ the newest matching row is taken. Ranks follow the value; clusters follow mt-met
 (a new cluster opens where a better metric wins at p <= alpha) using the pairwise p-values that
 the evaluation stored, so a filtered leaderboard (a subset of metrics) is re-clustered correctly.
 Rows computed on different item sets or dataset versions are never ranked together unless the
-caller asks for it. User input reaches SQL only as bound parameters.
+caller asks for it. Rows correlated with different human targets (WebNLG's semantics, fluency and
+grammar aspects) are never ranked together at all: a correlation with fluency and one with
+semantics measure different things, so a leaderboard is always within one aspect. User input
+reaches SQL only as bound parameters.
 """
 
 from __future__ import annotations
@@ -81,6 +84,7 @@ def leaderboard(query: LeaderboardQuery, settings: Settings | None = None,
         FROM rows
         WHERE {version_filter}
         QUALIFY row_number() OVER (PARTITION BY signature, aspect ORDER BY created_at DESC) = 1
+        ORDER BY aspect, signature
     """
     own = con is None
     con = con or duckdb.connect()
@@ -91,6 +95,7 @@ def leaderboard(query: LeaderboardQuery, settings: Settings | None = None,
         if not rows:
             raise NotFoundError(f"no {query.level}-level {query.statistic} correlations for group {query.group!r} "
                                 f"of {query.dataset}")
+        _refuse_mixed_aspects(rows, query)
         if not query.allow_mixed:
             _refuse_mixed(rows)
         defined = sorted((r for r in rows if r["value"] is not None), key=lambda r: -r["value"])
@@ -104,6 +109,14 @@ def leaderboard(query: LeaderboardQuery, settings: Settings | None = None,
     for row in ranked:
         row["created_at"] = row["created_at"].isoformat() if row["created_at"] else None
     return ranked
+
+
+def _refuse_mixed_aspects(rows: list[dict[str, Any]], query: LeaderboardQuery) -> None:
+    aspects = sorted({r["aspect"] for r in rows})
+    if len(aspects) > 1:
+        raise UsageError(f"{query.dataset} has correlations with {len(aspects)} human targets ({', '.join(aspects)}), "
+                         "which are not comparable; rank within one with --aspect "
+                         + " or --aspect ".join(aspects))
 
 
 def _refuse_mixed(rows: list[dict[str, Any]]) -> None:
@@ -144,15 +157,25 @@ def _p_matrix(con: duckdb.DuckDBPyConnection, pattern: str, ranked: list[dict[st
     return p
 
 
-def available_groups(dataset: str, level: str, settings: Settings | None = None) -> list[str]:
-    """The groups that have correlations for a dataset at a level (``all`` first when present)."""
+def _distinct(dataset: str, column: str, where: str, params: dict[str, Any], settings: Settings | None) -> list[str]:
     settings = settings or load_settings()
     ref = DatasetRef.parse(dataset)
     folder = settings.home / correlations.CORRELATIONS_ROOT / f"dataset={ref.name}"
     if not folder.is_dir() or not any(folder.glob("part-*.parquet")):
         return []
     with duckdb.connect() as con:
-        found = [g for (g,) in con.execute(
-            f'SELECT DISTINCT "group" FROM read_parquet({_literal(str(folder / "part-*.parquet"))}) '
-            "WHERE level = $level ORDER BY 1", {"level": level}).fetchall()]
+        return [value for (value,) in con.execute(
+            f'SELECT DISTINCT "{column}" FROM read_parquet({_literal(str(folder / "part-*.parquet"))}) '
+            f"WHERE {where} ORDER BY 1", params).fetchall()]
+
+
+def available_groups(dataset: str, level: str, settings: Settings | None = None) -> list[str]:
+    """The groups that have correlations for a dataset at a level (``all`` first when present)."""
+    found = _distinct(dataset, "group", "level = $level", {"level": level}, settings)
     return sorted(found, key=lambda g: (g != "all", g))
+
+
+def available_aspects(dataset: str, level: str, group: str, settings: Settings | None = None) -> list[str]:
+    """The aspects (human targets) with correlations for a dataset, level and group: one leaderboard each."""
+    return _distinct(dataset, "aspect", 'level = $level AND "group" = $group', {"level": level, "group": group},
+                     settings)

@@ -21,6 +21,7 @@ from assay.datasets.formats._io import (
     table_from_columns,
 )
 from assay.datasets.parsed import SourceFile
+from assay.errors import PluginError
 
 Check = Callable[..., AbstractContextManager[None]]  # the raises_input_error fixture
 
@@ -125,7 +126,7 @@ def test_table_from_columns_fills_absent_columns_with_nulls() -> None:
     assert table.to_pylist() == [{"group": "a", "segment_id": "1", "better_system": "x", "worse_system": "y"}]
     systems = table_from_columns("systems", {"group": ["g"], "aspect": ["da"], "system": ["s"], "is_human": [False]})
     assert systems.column("output_system").to_pylist() == [None]
-    with pytest.raises(KeyError):
+    with pytest.raises(PluginError, match="no column"):
         table_from_columns("rankings", {"nonsense": []})
 
 

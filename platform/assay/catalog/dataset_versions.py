@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, selectinload
 
@@ -143,10 +142,3 @@ def list_versions(session: Session, *, all_versions: bool = False) -> list[Datas
         latest[version.dataset.name] = version
     return list(latest.values())
 
-
-def segment_judgment_count(version: DatasetVersion) -> int:
-    return int(version.row_counts.get("segments", 0))
-
-
-def distinct_count(table: pa.Table, column: str) -> int:
-    return len(pc.unique(table.column(column))) if table.num_rows else 0

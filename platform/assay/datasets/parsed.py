@@ -10,6 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 from assay.datasets.schema import TABLES, parser_schema
+from assay.errors import PluginError
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ class ParsedDataset:
             if table is None:
                 self.tables[name] = expected.empty_table()
             elif not table.schema.equals(expected):
-                raise TypeError(
+                raise PluginError(
                     f"parser {self.format!r} produced table {name!r} with schema "
                     f"{table.schema} instead of {expected}"
                 )

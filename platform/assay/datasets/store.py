@@ -18,16 +18,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from assay.atomic import atomic_path
 from assay.config import Settings
 from assay.datasets.schema import TABLES
-from assay.errors import CatalogError
+from assay.errors import CatalogError, NotFoundError
 
 MANIFEST = "manifest.json"
 
@@ -57,26 +57,18 @@ def write_version(
     if final.is_dir():
         check_manifest(final, digest)
         return rel, False
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = final.parent / f".tmp-{digest[:12]}-{uuid.uuid4().hex}"
-    tmp.mkdir()
+    # first writer wins: a concurrent ingest of the same content writes an identical folder
     try:
-        for table_name, table in tables.items():
-            pq.write_table(table, tmp / f"{table_name}.parquet", compression="zstd")
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str))
-        _fsync_dir(tmp)
-        try:
-            os.rename(tmp, final)
-        except OSError:
-            if final.is_dir():  # another writer won the race with the same content
-                shutil.rmtree(tmp, ignore_errors=True)
-                check_manifest(final, digest)
-                return rel, False
-            raise
-        _fsync_dir(final.parent)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        with atomic_path(final, replace=False) as tmp:
+            tmp.mkdir()
+            for table_name, table in tables.items():
+                pq.write_table(table, tmp / f"{table_name}.parquet", compression="zstd")
+            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str))
+            _fsync_dir(tmp)
+    except FileExistsError:
+        check_manifest(final, digest)
+        return rel, False
+    _fsync_dir(final.parent)
     return rel, True
 
 
@@ -98,7 +90,7 @@ def check_manifest(folder: Path, digest: str) -> None:
 
 def table_path(settings: Settings, store_path: str, table: str) -> Path:
     if table not in TABLES:
-        raise KeyError(table)
+        raise NotFoundError(f"a dataset version has no table {table!r} (tables: {', '.join(TABLES)})")
     return settings.home / store_path / f"{table}.parquet"
 
 

@@ -10,6 +10,7 @@ from assay.catalog.dataset_versions import resolve
 from assay.catalog.engine import session_scope
 from assay.config import Settings, load_settings
 from assay.datasets import store
+from assay.datasets.human import human_scores
 from assay.errors import UsageError
 from assay.metrics.base import Metric
 from assay.results import segment_scores
@@ -46,7 +47,7 @@ def scored_segments(dataset: str, metric: Metric, settings: Settings | None = No
         name: segments.column(name).to_pylist()
         for name in ("dataset", "version", "group", "aspect", "item_id", "segment_id", "system")
     }
-    columns["human"] = [z if z is not None else r for z, r in zip(human_z, human_raw, strict=True)]
+    columns["human"] = human_scores(segments)
     columns["human_z"] = human_z
     columns["human_raw"] = human_raw
     columns["score"] = [by_key[k]["score"] for k in keys]

@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from assay.datasets.parsed import SourceFile
 from assay.datasets.schema import parser_schema
-from assay.errors import InputError
+from assay.errors import InputError, PluginError
 
 BOM = "\ufeff"
 
@@ -345,10 +345,10 @@ def table_from_columns(table: str, columns: dict[str, list[Any]]) -> pa.Table:
     schema = parser_schema(table)
     unknown = set(columns) - set(schema.names)
     if unknown:
-        raise KeyError(f"table {table!r} has no column(s) {sorted(unknown)}")
+        raise PluginError(f"table {table!r} has no column(s) {sorted(unknown)}")
     lengths = {len(values) for values in columns.values()}
     if len(lengths) > 1:
-        raise ValueError(f"columns of table {table!r} differ in length: {sorted(lengths)}")
+        raise PluginError(f"columns of table {table!r} differ in length: {sorted(lengths)}")
     size = lengths.pop() if lengths else 0
     arrays = [
         pa.array(columns[f.name], type=f.type) if f.name in columns else pa.nulls(size, type=f.type)
