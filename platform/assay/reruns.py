@@ -1,56 +1,104 @@
 """Data-versioned reruns: recompute a past run against exactly what it used.
 
-A score run is recomputed against its pinned dataset version (by digest) with the metric spec it
-recorded; the signature must come out identical (same model digest, same library versions), else
-the rerun stops and says what changed. Cached segment scores are reused, so a rerun computes
-only what is missing. An evaluate run is recomputed with its recorded level, statistics, seed and
-resamples against the same dataset version. Every rerun writes a new run whose parent is the old
-one; the old run and its results stay as they were.
+A rerun is a job like any other, *plan -> compute -> record*:
+
+- **plan** (:func:`plan_rerun`) reads the past run and pins its dataset version by digest. For a
+  score run it plans the same request and checks that the metric's signature comes out identical
+  (same model digest, same library versions, same scored set); if not, it stops and says what
+  changed, so a corrected dataset or a new model never silently stands in for the old one.
+- **compute** is the past run's own job with its recorded parameters: scoring (which reuses
+  cached segment scores, so it computes only what is missing) or evaluation (same level,
+  statistics, seed and resamples). The flow layer runs it as the ``score`` or ``evaluate`` flow.
+- **record** (:func:`record_rerun`) writes a ``rerun`` run whose parent is the past run, links the
+  recomputing run (when one was needed) to the same parent, and leaves the old run and its
+  results as they were.
 """
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from assay.catalog.dataset_versions import resolve
 from assay.catalog.engine import session_scope
 from assay.catalog.models import Run
 from assay.config import Settings, load_settings
 from assay.errors import NotFoundError, UsageError
 from assay.evaluation import evaluate
-from assay.metrics.registry import MetricSpec, create_metric
-from assay.scoring import finish_scoring, plan_scoring, scope_rows, scoped_signature, score_shard
+from assay.metrics.registry import MetricSpec
+from assay.runs import RunRecorder
+from assay.scoring import discard, plan_scoring, score_dataset
+
+RERUNNABLE = ("score", "evaluate")
 
 
-def rerun(run_id: str, settings: Settings | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class RerunPlan:
+    parent_run_id: str
+    kind: str
+    dataset: str
+    """The past run's dataset version, pinned by digest (``name@digest``)."""
+    parameters: dict[str, Any]
+    """The past run's recorded parameters (for evaluate, ``metrics`` are its exact signatures)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RerunPlan:
+        return cls(**data)
+
+
+def plan_rerun(run_id: str, settings: Settings | None = None) -> RerunPlan:
     settings = settings or load_settings()
     with session_scope(settings) as session:
         run = session.get(Run, run_id)
         if run is None:
-            raise NotFoundError(f"no run {run_id!r} in the catalog")
+            raise NotFoundError(f"no run {run_id!r} in the catalog (see `assay runs` or the report's run list)")
         kind, inputs, parameters = run.kind, dict(run.inputs), dict(run.parameters)
+    if kind not in RERUNNABLE:
+        raise UsageError(f"run {run_id} is a {kind} run; only {' and '.join(RERUNNABLE)} runs can be rerun")
     pinned = f"{inputs['dataset']}@{inputs['dataset_digest']}"
     if kind == "score":
-        spec = MetricSpec.from_dict(parameters["metric"])
-        with session_scope(settings) as session:
-            store_path = resolve(session, pinned).store_path
-        signature = scoped_signature(create_metric(spec), scope_rows(settings, store_path, parameters["scope"]))
-        recorded = inputs["signature"]
-        if signature != recorded:
-            raise UsageError(f"cannot rerun {run_id} exactly: the metric's signature is now\n  {signature}\n"
-                             f"but the run used\n  {recorded}\n(install the recorded versions or the checkpoint)")
-        plan = plan_scoring(pinned, spec, scope=parameters["scope"], shard_size=parameters["shard_size"],
-                            settings=settings)
-        parts = [score_shard(plan, i, settings) for i in range(len(plan.shards))]
-        result = finish_scoring(plan, parts, settings)
-    elif kind == "evaluate":
-        result = evaluate(pinned, level=parameters["level"], metrics=inputs.get("signatures"),
-                          statistics=parameters["statistics"], seed=parameters["seed"],
-                          n_resamples=parameters["n_resamples"], protocol=parameters["protocol"], settings=settings)
+        plan = plan_scoring(pinned, MetricSpec.from_dict(parameters["metric"]), scope=parameters["scope"],
+                            shard_size=parameters["shard_size"],
+                            allow_languages=bool(parameters.get("allow_languages", False)), settings=settings)
+        discard(plan)  # the flow plans again inside the score flow; this plan only checks the signature
+        if plan.signature != inputs["signature"]:
+            raise UsageError(f"cannot rerun {run_id} exactly: the metric's signature is now\n  {plan.signature}\n"
+                             f"but the run used\n  {inputs['signature']}\n"
+                             "(install the recorded versions, or restore the checkpoint it used)")
     else:
-        raise UsageError(f"run {run_id} is a {kind} run; only score and evaluate runs can be rerun")
-    with session_scope(settings) as session:
-        new = session.get(Run, result["run_id"])
-        if new is not None:
-            new.parent_run_id = run_id
-    return {"kind": kind, "parent_run_id": run_id, **result}
+        parameters = {**parameters, "metrics": list(inputs.get("signatures") or [])}
+    return RerunPlan(run_id, kind, pinned, parameters)
+
+
+def record_rerun(plan: RerunPlan, result: dict[str, Any], settings: Settings | None = None) -> dict[str, Any]:
+    """Record the rerun (parent: the past run) and link the recomputing run, if any, to the same parent."""
+    settings = settings or load_settings()
+    child = result.get("run_id")
+    if child:
+        with session_scope(settings) as session:
+            run = session.get(Run, child)
+            if run is not None:
+                run.parent_run_id = plan.parent_run_id
+    recorder = RunRecorder(settings, "rerun", {"run": plan.parent_run_id, "dataset": plan.dataset},
+                           {"kind": plan.kind, **plan.parameters}, parent_run_id=plan.parent_run_id)
+    summary = {"recomputed_by": child, "computed": result.get("computed"), "cached": result.get("cached"),
+               "signature": result.get("signature")}
+    recorder.record({k: v for k, v in summary.items() if v is not None})
+    return {"kind": plan.kind, "parent_run_id": plan.parent_run_id, "rerun_id": recorder.run_id, **result}
+
+
+def rerun(run_id: str, settings: Settings | None = None) -> dict[str, Any]:
+    """Plan, recompute and record a rerun in this process (the ``rerun`` flow runs the same steps)."""
+    settings = settings or load_settings()
+    plan = plan_rerun(run_id, settings)
+    p = plan.parameters
+    if plan.kind == "score":
+        result = score_dataset(plan.dataset, MetricSpec.from_dict(p["metric"]), scope=p["scope"],
+                               shard_size=p["shard_size"], allow_languages=bool(p.get("allow_languages", False)),
+                               settings=settings)
+    else:
+        result = evaluate(plan.dataset, level=p["level"], metrics=p["metrics"], statistics=p["statistics"],
+                          seed=p["seed"], n_resamples=p["n_resamples"], protocol=p["protocol"], settings=settings)
+    return record_rerun(plan, result, settings)

@@ -1,0 +1,44 @@
+"""A leaderboard ranks within one human target: WebNLG 2017's semantics, fluency and grammar ratings
+measure different things, so correlations with them are never ranked in one list (real data)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from assay.errors import UsageError
+from assay.evaluation import evaluate
+from assay.ingest import ingest_path
+from assay.leaderboard import LeaderboardQuery, available_aspects, leaderboard
+from assay.metrics.registry import MetricSpec
+from assay.scoring import score_dataset
+
+
+@pytest.fixture
+def webnlg_evaluated(shared_data: Path) -> str:
+    ingest_path(shared_data / "webnlg2017-human-eval")
+    for metric in ("sentbleu", "chrf"):
+        score_dataset("webnlg2017", MetricSpec(metric))
+    evaluate("webnlg2017", level="seg", statistics=["kendall"], n_resamples=50)
+    return "webnlg2017"
+
+
+def test_leaderboard_refuses_to_rank_across_aspects(webnlg_evaluated: str) -> None:
+    with pytest.raises(UsageError, match="fluency, grammar, semantics") as error:
+        leaderboard(LeaderboardQuery(webnlg_evaluated, "seg", "kendall", "webnlg2017"))
+    assert "--aspect" in str(error.value)
+    # not even when mixed item sets or versions are allowed: different targets are never comparable
+    with pytest.raises(UsageError, match="human targets"):
+        leaderboard(LeaderboardQuery(webnlg_evaluated, "seg", "kendall", "webnlg2017", allow_mixed=True))
+
+
+def test_one_leaderboard_per_aspect_with_its_own_clusters(webnlg_evaluated: str) -> None:
+    aspects = available_aspects(webnlg_evaluated, "seg", "webnlg2017")
+    assert aspects == ["fluency", "grammar", "semantics"]
+    for aspect in aspects:
+        rows = leaderboard(LeaderboardQuery(webnlg_evaluated, "seg", "kendall", "webnlg2017", aspect=aspect))
+        assert {r["aspect"] for r in rows} == {aspect}
+        assert sorted(r["metric"] for r in rows) == ["chrf", "sentbleu"]
+        assert [r["rank"] for r in rows] == [1, 2]
+        assert rows[0]["cluster"] == 1
