@@ -1,6 +1,11 @@
 """The main job (``assay run``): ingest what the data directory holds, score the default metrics,
 evaluate, and write the report. Each step is a subflow; everything already done is a no-op
-(identical datasets are not re-ingested, scored segments are not rescored)."""
+(identical datasets are not re-ingested, scored segments are not rescored).
+
+A model-based default metric declares the languages its model covers (the embedded MiniLM:
+English). Language pairs whose target language it does not cover (WMT16's en-ru) are left out
+of that dataset's evaluation for every metric, so the average over groups (``all``) compares
+every metric on the same items; the job says so in one line per dataset (``notes``)."""
 
 from __future__ import annotations
 
@@ -39,12 +44,22 @@ def main_job_flow(data_dir: str, report_dir: str | None = None, system_level: bo
     for result in ingested:
         label = f"{result['name']}@{result['version']}"
         info = profile_task(label)
-        entry: dict[str, Any] = {"dataset": label, "scored": [], "evaluated": []}
+        entry: dict[str, Any] = {"dataset": label, "scored": [], "evaluated": [], "notes": []}
         if info["segments"]:
             metrics = REFERENCE_METRICS if info["has_references"] else REFERENCE_LESS_METRICS
+            left_out: dict[str, list[str]] = {}
             for metric in metrics:
-                entry["scored"].append(score_flow(label, metric, scope="judged", progress=False))
-            entry["evaluated"].append(evaluate_flow(label, level="seg", n_resamples=n_resamples)["run_id"])
+                scored = score_flow(label, metric, scope="judged", progress=False)
+                entry["scored"].append(scored)
+                for group in scored.get("excluded_groups") or {}:
+                    left_out.setdefault(group, []).append(metric["name"])
+            if left_out:
+                entry["notes"].append(
+                    f"{label}: left out {', '.join(sorted(left_out))}: the model of "
+                    f"{', '.join(sorted({m for ms in left_out.values() for m in ms}))} does not cover the target "
+                    "language (`assay score --any-language` scores it anyway)")
+            entry["evaluated"].append(evaluate_flow(label, level="seg", n_resamples=n_resamples,
+                                                    exclude_groups=sorted(left_out))["run_id"])
         if system_level and info["systems_with_outputs"] >= 3:
             for metric in SYSTEM_METRICS:
                 entry["scored"].append(score_flow(label, metric, scope="outputs", progress=False))

@@ -18,7 +18,7 @@ from assay.datasets import store
 from assay.fixtures import fixtures_dir
 from assay.ingest import ingest_path
 from assay.metrics.lexical import ChrF, CorpusBLEU, RougeL, SentenceBLEU
-from assay.metrics.registry import METRICS, MetricSpec, create_metric
+from assay.metrics.registry import MetricSpec, create_metric, metric_names
 from assay.results.export import scored_segments
 from assay.scoring import finish_scoring, plan_scoring, score_shard
 
@@ -32,7 +32,7 @@ def run_scoring(dataset: str, metric: str, shard_size: int = 4000, scope: str = 
 
 
 def test_registry_names_every_metric() -> None:
-    assert set(METRICS) == {"sentbleu", "bleu", "chrf", "ter", "rouge1", "rouge2", "rougeL", "bertscore",
+    assert set(metric_names()) == {"sentbleu", "bleu", "chrf", "ter", "rouge1", "rouge2", "rougeL", "bertscore",
                             "bleurt", "bleu-neighbors"}
     for name in ("sentbleu", "bleu", "chrf", "ter", "rouge1", "rouge2", "rougeL"):
         assert create_metric(name).signature().startswith(name + "|")
@@ -149,7 +149,7 @@ def test_bertscore_idf_shards_use_the_whole_sets_references() -> None:
     ingest_path(DEMO_WMT)
     summary = run_scoring("wmt99", "bertscore", shard_size=5, layer=4, idf=True)
     assert summary["computed"] == 36 and len(summary["files"]) == 8
-    assert "|idf-refs:" in summary["signature"]
+    assert "|refs:" in summary["signature"]
     metric = BERTScore(layer=4, idf=True)
     table = scored_segments("wmt99", metric)
     assert table.column("signature")[0].as_py() == summary["signature"]
@@ -159,10 +159,174 @@ def test_bertscore_idf_shards_use_the_whole_sets_references() -> None:
     segments = store.read_table(settings, store_path, "segments")
     candidates = segments.column("candidate").to_pylist()
     references = segments.column("references").to_pylist()
-    direct = metric.score(candidates, references)  # idf from the references of this one call
+    direct = metric.score(candidates, references)  # idf from the references of this one call (= the set's)
     np.testing.assert_allclose(table.column("score").to_numpy(), direct.score, atol=1e-6, rtol=0)
     # without idf, shard-level idf is moot and the signature has no reference-set part
     plain = run_scoring("wmt99", "bertscore", shard_size=5, layer=4)
-    assert "|idf-refs:" not in plain["signature"] and plain["computed"] == 36
+    assert "|refs:" not in plain["signature"] and plain["computed"] == 36
     # the same request again computes nothing
     assert run_scoring("wmt99", "bertscore", shard_size=7, layer=4, idf=True)["computed"] == 0
+
+
+# --- plan -> start -> compute -> record --------------------------------------------------------
+
+
+def _runs() -> list:
+    from assay.catalog.models import Run
+
+    with session_scope(load_settings()) as session:
+        return [(r.id, r.kind, r.status) for r in session.query(Run).filter_by(kind="score").all()]
+
+
+def test_planning_writes_no_run_and_a_cached_plan_needs_none() -> None:
+    from assay.scoring import discard, score_dataset
+
+    ingest_path(DEMO_WMT)
+    plan = plan_scoring("wmt99", MetricSpec("chrf"), shard_size=10)
+    assert plan.to_compute == 36 and len(plan.shards) == 4 and plan.run is None
+    assert _runs() == []  # planning is pure: the run is recorded when computing starts
+    discard(plan)
+    assert not Path(plan.todo_path or "").exists()
+
+    first = score_dataset("wmt99", MetricSpec("chrf"))
+    assert _runs() == [(first["run_id"], "score", "completed")]
+    again = plan_scoring("wmt99", MetricSpec("chrf"))
+    assert again.to_compute == 0 and again.shards == [] and again.todo_path is None
+    summary = finish_scoring(again, [])
+    assert summary["run_id"] is None and summary["computed"] == 0 and summary["cached"] == 36
+    assert len(_runs()) == 1  # nothing computed, nothing recorded
+
+
+def test_bleu_neighbors_abstentions_are_stored_as_null() -> None:
+    """BLEU Neighbors declares may_abstain: a NaN ("no prediction", Ethayarajh & Sadigh 2020 eq. 3)
+    is stored as null, where any other metric's NaN is refused. On 36 demo segments most
+    neighbourhoods have fewer than a = 5 members, so most predictions are undefined."""
+    from assay.scoring import score_dataset
+
+    ingest_path(DEMO_WMT)
+    summary = score_dataset("wmt99", MetricSpec("bleu-neighbors"))
+    assert summary["computed"] == 36 and "|set:" in summary["signature"] and "|mode:loo|" in summary["signature"]
+    table = pq.read_table(load_settings().home / summary["files"][0])
+    scores = table.column("score").to_pylist()
+    undefined = sum(s is None for s in scores)
+    assert undefined > 0 and any("predictions undefined" in w for w in summary["warnings"])
+    assert f"{undefined} of 36" in " ".join(summary["warnings"])
+
+
+def test_metric_contract_is_declared() -> None:
+    from assay.metrics.bleu_neighbors_metric import BleuNeighborsMetric
+    from assay.workers.metrics import BERTScore
+
+    assert CorpusBLEU.has_sufficient_statistics and CorpusBLEU.stats_columns
+    assert not SentenceBLEU.has_sufficient_statistics and not SentenceBLEU.model_based
+    assert BleuNeighborsMetric.needs_human_scores and BleuNeighborsMetric.may_abstain
+    assert not BleuNeighborsMetric.needs_references
+    assert BleuNeighborsMetric().depends_on_segment_set and not BleuNeighborsMetric().depends_on_reference_corpus
+    assert BERTScore(idf=True).depends_on_reference_corpus and not BERTScore().depends_on_scored_set
+    assert BERTScore.model_based and BERTScore().languages == {"en"}  # the embedded English MiniLM
+    assert BERTScore(model="some/multilingual-model", layer=9).languages is None
+
+
+@pytest.mark.parametrize(
+    ("metric", "params", "message"),
+    [
+        ("bleu-neighbors", {"tau": -1}, r"^bleu-neighbors: tau is -1 \(expected a number in \(0, 1\]\)$"),
+        ("bleu-neighbors", {"tau": 1.5}, r"tau is 1.5"),
+        ("bleu-neighbors", {"a": 0}, r"^bleu-neighbors: a is 0 \(expected an integer >= 1\)$"),
+        ("bleu-neighbors", {"b": 2}, r"b is 2 \(expected a number in \[0, 1\]\)"),
+        ("bleu-neighbors", {"kernel": "cosine"}, r"kernel is 'cosine' \(expected one of bleu, rouge\)"),
+        ("bleu-neighbors", {"smoothing": "add-two"}, r"smoothing"),
+        ("bleu-neighbors", {"quality_scale": 0}, r"quality_scale is 0"),
+        ("bleu-neighbors", {"taux": 0.1}, r"^metric 'bleu-neighbors' has no parameter 'taux' \(it accepts: kernel, "
+                                          r"tau, a, b, smoothing, quality_scale\)$"),
+        ("sentbleu", {"tokenize": "moses"}, r"tokenize is 'moses' \(expected one of .*13a"),
+        ("bleu", {"smooth_method": "magic"}, r"smooth_method is 'magic'"),
+        ("chrf", {"char_order": 0}, r"char_order is 0"),
+        ("ter", {"normalized": "maybe"}, r"normalized is 'maybe' \(expected true or false\)"),
+        ("rouge1", {"use_stemmer": 1}, r"use_stemmer is 1"),
+        ("bertscore", {"layer": -2}, r"^bertscore: layer is -2 \(expected an integer >= 0\)$"),
+        ("bertscore", {"idf": "yes please"}, r"idf is 'yes please'"),
+        ("bertscore", {"layers": 4}, r"has no parameter 'layers'"),
+    ],
+)
+def test_bad_metric_parameters_are_one_line_usage_errors(metric: str, params: dict, message: str) -> None:
+    from assay.errors import UsageError
+
+    with pytest.raises(UsageError, match=message) as err:
+        create_metric(metric, **params)
+    assert "\n" not in str(err.value)
+
+
+def test_bertscore_layer_beyond_the_model_is_refused_at_load() -> None:
+    from assay.errors import UsageError
+
+    ingest_path(DEMO_WMT)
+    with pytest.raises(UsageError, match=r"layer 9 does not exist in .*choose 0 \(embeddings\) to 6"):
+        plan_scoring("wmt99", MetricSpec("bertscore", {"layer": 9}))
+
+
+def _two_language_dataset(tmp_path: Path) -> Path:
+    """A generic TSV with to-English (de-en) and from-English (en-de) segments."""
+    rows = ["id\tlp\tsys\tcand\tref\tz"]
+    for i, (lp, cand, ref) in enumerate([
+        ("de-en", "the house is small", "the house is little"),
+        ("de-en", "a cat sleeps", "the cat is sleeping"),
+        ("en-de", "das Haus ist klein", "das Haus ist winzig"),
+        ("en-de", "eine Katze schläft", "die Katze schläft"),
+        ("en-de", "guten Morgen", "guten Tag"),
+    ]):
+        rows.append(f"{i}\t{lp}\ts1\t{cand}\t{ref}\t{0.1 * i}")
+    path = tmp_path / "two-languages.tsv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    (tmp_path / "two-languages.columns.json").write_text(
+        '{"group": "lp", "system": "sys", "segment_id": "id", "candidate": "cand", "references": "ref", '
+        '"human_z": "z"}')
+    return path
+
+
+def test_language_pairs_the_model_does_not_cover_are_left_out(tmp_path: Path) -> None:
+    """The embedded MiniLM covers English targets only: en-de is left out and the plan says so in
+    one line, unless the caller allows any language."""
+    from assay.scoring import discard, target_language
+
+    assert (target_language("de-en"), target_language("EN-ZH"), target_language("summarization")) == \
+        ("en", "zh", None)
+    ingest_path(_two_language_dataset(tmp_path), name="twolang")
+    plan = plan_scoring("twolang", MetricSpec("bertscore"))
+    assert plan.excluded_groups == {"en-de": 3} and plan.rows == 2 and plan.to_compute == 2
+    assert plan.note is not None and "\n" not in plan.note
+    assert "covers target language en only: left out en-de (3 rows)" in plan.note and "--any-language" in plan.note
+    discard(plan)
+    everything = plan_scoring("twolang", MetricSpec("bertscore"), allow_languages=True)
+    assert everything.excluded_groups == {} and everything.note is None and everything.rows == 5
+    assert everything.parameters["allow_languages"] is True
+    discard(everything)
+    # a metric that declares no languages scores every pair
+    lexical = plan_scoring("twolang", MetricSpec("chrf"))
+    assert lexical.excluded_groups == {} and lexical.rows == 5
+    discard(lexical)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--metric", "bleu-neighbors", "-p", "tau=-1"],
+         "error: bleu-neighbors: tau is -1 (expected a number in (0, 1])"),
+        (["--metric", "bleu-neighbors", "-p", "k=3"],
+         "error: metric 'bleu-neighbors' has no parameter 'k' "
+         "(it accepts: kernel, tau, a, b, smoothing, quality_scale)"),
+        (["--metric", "chrf", "--layer", "4"],
+         "error: --model/--layer/--idf/--rescale/--no-cache-undigested apply to bertscore, not chrf"),
+        (["--metric", "nope"],
+         "error: unknown metric 'nope' (registered: bertscore, bleu, bleu-neighbors, bleurt, chrf, rouge1, rouge2, "
+         "rougeL, sentbleu, ter)"),
+    ],
+)
+def test_cli_refuses_bad_metric_options_in_one_line_before_any_flow(args: list[str], message: str) -> None:
+    from click.testing import CliRunner
+
+    from assay.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["score", "--dataset", "wmt99", *args])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == message

@@ -67,6 +67,7 @@ import torch
 from tqdm.auto import tqdm
 
 from assay.errors import InputError, UsageError
+from assay.metrics.signature import UNDIGESTED, model_field, package_version, render_signature
 from assay.workers.device import DeviceLike
 from assay.workers.encoder import Encoder, load_encoder
 from assay.workers.rescale_baselines import baseline_file
@@ -86,6 +87,8 @@ __all__ = [
 ]
 
 METRIC_NAME = "bertscore"
+METRIC_VERSION = "1"
+"""Version of Assay's BERTScore computation (the ``v:`` field of its signatures)."""
 CPU_TOKEN_BUDGET = 8192
 """Tokens per forward batch on the CPU. On the project's 2-core CPU, budgets from 2,048 to 16,384
 ran within measurement noise of each other with MiniLM; larger ones only cost memory."""
@@ -329,19 +332,23 @@ class BERTScorer:
 
     # ---------------------------------------------------------------- signature
 
-    def signature_params(self) -> dict[str, Any]:
-        """Everything that determines the scores, for the metric signature and the cache key."""
-        import transformers
+    def signature_params(self, *, allow_undigested: bool = False) -> dict[str, Any]:
+        """Everything that determines the scores, for the metric signature and the cache key.
 
+        ``model_digest`` is the sha256 of the weights; a model whose weights cannot be digested
+        raises :class:`~assay.metrics.base.UndigestedModelError` unless ``allow_undigested``
+        (then it is None, and so is ``tokenizer_digest`` when it cannot be taken either).
+        """
         from assay import __version__
 
         tokenizer = self.encoder.tokenizer
         lowercase = getattr(tokenizer, "do_lower_case", None)
+        digest = self.encoder.digest_or_none() if allow_undigested else self.encoder.digest
         return {
             "metric": METRIC_NAME,
             "assay_version": __version__,
             "model": self.encoder.name,
-            "model_digest": self.encoder.digest,
+            "model_digest": digest,
             "layer": self.encoder.layer,
             "idf": self.idf,
             "rescale": (
@@ -356,37 +363,42 @@ class BERTScorer:
             ),
             "max_length": self.max_length,
             "tokenizer": type(tokenizer).__name__,
-            "tokenizer_digest": self.encoder.tokenizer_digest,
+            "tokenizer_digest": self.encoder.tokenizer_digest if digest is not None else None,
             "lowercase": bool(lowercase) if lowercase is not None else None,
             "matching": "greedy-cosine",
-            "transformers": transformers.__version__,
-            "torch": torch.__version__.split("+")[0],
+            "transformers": package_version("transformers"),
+            "torch": package_version("torch"),
         }
 
-    def signature(self, component: str = "F") -> str:
-        """A sacrebleu-style one-line signature, e.g. ``bertscore|model:...@3f2a9c1d0e4b|layer:4|...|F``."""
-        params = self.signature_params()
-        model = str(params["model"]).rstrip("/").split("/")[-1]
+    def signature_fields(self, component: str = "F", *, allow_undigested: bool = False) -> dict[str, object]:
+        """The signature's ``key:value`` fields, in order (rendered by
+        :func:`assay.metrics.signature.render_signature`; ``docs/SIGNATURES.md``)."""
+        params = self.signature_params(allow_undigested=allow_undigested)
         rescale_part = (
             "no"
             if self.baseline is None
             else hashlib.sha256(repr(sorted(params["rescale"].items())).encode()).hexdigest()[:8]
         )
-        parts = [
-            METRIC_NAME,
-            f"model:{model}@{str(params['model_digest'])[:12]}",
-            f"layer:{params['layer']}",
-            f"idf:{'yes' if self.idf else 'no'}",
-            f"rescale:{rescale_part}",
-            f"maxlen:{params['max_length']}",
-            f"tok:{params['tokenizer']}@{str(params['tokenizer_digest'])[:8]}",
-            f"lc:{ {True: 'yes', False: 'no', None: 'n/a'}[params['lowercase']] }",
-            component,
-            f"v:{params['assay_version']}",
-            f"hf:{params['transformers']}",
-            f"torch:{params['torch']}",
-        ]
-        return "|".join(parts)
+        tokenizer_digest = params["tokenizer_digest"]
+        return {
+            "model": model_field(str(params["model"]), params["model_digest"]),
+            "layer": params["layer"],
+            "idf": self.idf,
+            "rescale": rescale_part,
+            "maxlen": params["max_length"],
+            "tok": f"{params['tokenizer']}@{UNDIGESTED if tokenizer_digest is None else tokenizer_digest[:8]}",
+            "lc": {True: "yes", False: "no", None: "n/a"}[params["lowercase"]],
+            "score": component,
+            "hf": params["transformers"],
+            "torch": params["torch"],
+        }
+
+    def signature(self, component: str = "F", *, allow_undigested: bool = False) -> str:
+        """A sacrebleu-style one-line signature, e.g.
+        ``bertscore|model:all-MiniLM-L6-v2@3f2a9c1d0e4b|layer:4|idf:no|...|score:F|...|v:1|assay:0.1.0``;
+        the same line :class:`assay.workers.metrics.BERTScore` gives its scores."""
+        return render_signature(METRIC_NAME, self.signature_fields(component, allow_undigested=allow_undigested),
+                                METRIC_VERSION)
 
     # ---------------------------------------------------------------- tokens and embeddings
 

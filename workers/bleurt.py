@@ -43,8 +43,8 @@ from typing import Any
 
 import numpy as np
 import torch
-import transformers
 
+from assay.metrics.signature import package_version, render_signature, short_digest
 from assay.workers.checkpoint import CheckpointError, LoadedCheckpoint, checkpoint_digest, load_checkpoint
 from assay.workers.device import DeviceLike, pick_device
 
@@ -56,6 +56,9 @@ DEFAULT_MAX_BATCH_SIZE = 256
 #: [CLS], [SEP] after the reference, [SEP] after the candidate
 N_SPECIAL_TOKENS = 3
 MULTI_REFERENCE_RULE = "max"
+METRIC_NAME = "bleurt"
+METRIC_VERSION = "1"
+"""Version of Assay's BLEURT scoring (the ``v:`` field of its signatures)."""
 
 
 class TruncationWarning(UserWarning):
@@ -274,7 +277,8 @@ class BleurtScorer:
         pair_scores, n_batches = self._score_encoded(pairs) if pairs else (np.empty(0), 0)
         owner = np.asarray(owners, dtype=np.int64)
         scores = np.full(len(candidates), -np.inf, dtype=np.float64)
-        np.maximum.at(scores, owner, pair_scores)
+        with np.errstate(invalid="ignore"):  # a NaN score stays NaN; scoring refuses it with a count
+            np.maximum.at(scores, owner, pair_scores)
         pair_truncated = np.asarray([p.truncated for p in pairs], dtype=bool)
         truncated = np.zeros(len(candidates), dtype=bool)
         np.logical_or.at(truncated, owner, pair_truncated)
@@ -323,6 +327,17 @@ class BleurtScorer:
             "normalisation": norm_text,
             "truncation": "longest_first",
             "multi_ref": MULTI_REFERENCE_RULE,
-            "torch": torch.__version__,
-            "transformers": transformers.__version__,
+            "torch": package_version("torch"),
+            "transformers": package_version("transformers"),
         }
+
+    def signature_fields(self) -> dict[str, object]:
+        """The signature's ``key:value`` fields: :meth:`signature_params` with the checkpoint digest
+        shortened as every signature shows digests (``docs/SIGNATURES.md``)."""
+        params = self.signature_params()
+        return {**params, "checkpoint": short_digest(params["checkpoint"])}
+
+    def signature(self) -> str:
+        """``bleurt|checkpoint:<digest[:12]>|base_encoder:...|...|v:1|assay:<version>``, the line
+        :class:`assay.workers.metrics.BLEURT` gives its scores."""
+        return render_signature(METRIC_NAME, self.signature_fields(), METRIC_VERSION)

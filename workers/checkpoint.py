@@ -54,9 +54,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import shutil
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -64,14 +61,15 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import transformers
 from safetensors import SafetensorError
 from safetensors.torch import load_model, save_model
 from torch import nn
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 import assay
+from assay.atomic import atomic_path
 from assay.errors import InputError, NotFoundError
+from assay.metrics.signature import package_version
 from assay.workers.device import DeviceLike, pick_device
 from assay.workers.encoder import DEFAULT_MODEL_NAME, default_model_path, model_digest
 
@@ -324,7 +322,9 @@ def _now() -> str:
 
 
 def software_versions() -> dict[str, str]:
-    return {"assay": assay.__version__, "torch": torch.__version__, "transformers": transformers.__version__}
+    """The versions recorded in a checkpoint's JSON, rendered as signatures render them."""
+    return {"assay": assay.__version__, "torch": package_version("torch"),
+            "transformers": package_version("transformers")}
 
 
 def encoder_config_dict(encoder: PreTrainedModel) -> dict[str, Any]:
@@ -381,10 +381,8 @@ def save_checkpoint(
     )
     model = LearnedMetricModel(encoder, head, head_input)
 
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
-    try:
-        tmp.chmod(0o755)  # mkdtemp makes it private; a checkpoint is shared read-only data
+    with atomic_path(folder) as tmp:  # a reader never sees a half-written checkpoint
+        tmp.mkdir(mode=0o755)  # a checkpoint is shared read-only data
         written = tokenizer.save_pretrained(str(tmp))
         config.tokenizer_files = sorted({Path(p).name for p in written if Path(p).is_file()})
         if WEIGHTS_FILE in config.tokenizer_files or CONFIG_FILE in config.tokenizer_files:
@@ -395,12 +393,6 @@ def save_checkpoint(
         save_model(_StateHolder(state), str(tmp / WEIGHTS_FILE), metadata={"format": "pt", "assay_format_version": "1"})
         (tmp / CONFIG_FILE).write_text(json.dumps(config.to_json(), indent=2, sort_keys=False) + "\n",
                                        encoding="utf-8")
-        if folder.exists():
-            shutil.rmtree(folder)
-        os.replace(tmp, folder)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return folder
 
 

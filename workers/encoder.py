@@ -11,7 +11,11 @@ transformer block. Like the bert_score library, the model is truncated to its fi
 later ones are never computed.
 
 ``model_digest(path)`` is the sha256 over the weight files of a model folder; it identifies the
-model in metric signatures and is cached per folder (and re-read when a weight file changes).
+model in metric signatures and is cached per folder (and re-read when a weight file changes). A model
+whose weights cannot be digested (no weight file in its folder, an unreadable one, or a hub model
+whose cached snapshot folder cannot be found) raises :class:`~assay.metrics.base.UndigestedModelError`:
+its scores could not be told apart from another model's, so they must not be cached. A caller who
+wants the numbers anyway scores it with ``allow_undigested=True`` and nothing is stored.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import Any
 import torch
 from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from assay.errors import NotFoundError, UsageError
+from assay.errors import NotFoundError, UndigestedModelError, UsageError
 from assay.workers.device import DeviceLike, pick_device
 from assay.workers.embedded_model import (
     DEFAULT_LAYER,
@@ -46,6 +50,7 @@ __all__ = [
     "num_layers",
     "tokenizer_digest",
     "truncate_layers",
+    "undigested_error",
 ]
 
 # Weight files that ``from_pretrained`` reads for PyTorch, by preference: safetensors first.
@@ -84,13 +89,24 @@ class Encoder:
 
     @functools.cached_property
     def digest(self) -> str:
-        """sha256 over the weight files (see :func:`model_digest`); ``"unknown"`` without a folder."""
-        return model_digest(self.folder) if self.folder is not None else "unknown"
+        """sha256 over the weight files (see :func:`model_digest`); :class:`UndigestedModelError`
+        when they cannot be read (no local folder is known for a hub model, or its weights are gone)."""
+        if self.folder is None:
+            raise undigested_error(self.name, "its weights were loaded from a hub cache whose snapshot folder "
+                                   "cannot be found, so there are no files to digest")
+        return model_digest(self.folder, name=self.name)
+
+    def digest_or_none(self) -> str | None:
+        """:attr:`digest`, or None when the weights cannot be digested."""
+        try:
+            return self.digest
+        except UndigestedModelError:
+            return None
 
     @functools.cached_property
-    def tokenizer_digest(self) -> str:
-        """sha256 over the tokenizer files (see :func:`tokenizer_digest`)."""
-        return tokenizer_digest(self.folder) if self.folder is not None else "unknown"
+    def tokenizer_digest(self) -> str | None:
+        """sha256 over the tokenizer files (see :func:`tokenizer_digest`); None without a folder."""
+        return tokenizer_digest(self.folder) if self.folder is not None else None
 
 
 def load_encoder(
@@ -281,26 +297,39 @@ def _stat_key(folder: Path) -> tuple[tuple[str, int, int], ...]:
     return tuple(sorted(entries))
 
 
+def undigested_error(model: str, reason: str) -> UndigestedModelError:
+    """The error for a model whose weights cannot be digested: which model, why, and the opt-out."""
+    return UndigestedModelError(
+        f"cannot digest the weights of {model!r}: {reason}. Scores are cached under a signature that names "
+        "the weights' digest; point to a local model folder with readable weights, or score without caching "
+        "(metric parameter allow_undigested=True, `assay score --no-cache-undigested`)"
+    )
+
+
 @functools.lru_cache(maxsize=64)
 def _cached_model_digest(folder: str, _stat: tuple[tuple[str, int, int], ...]) -> str:
     for patterns in _WEIGHT_PATTERNS:
         digest, files = _files_digest(Path(folder), patterns)
         if files:
             return digest
-    raise NotFoundError(f"{folder}: no weight files (*.safetensors or pytorch_model*.bin) to take a digest of")
+    raise FileNotFoundError(f"{folder} holds no weight file (*.safetensors, pytorch_model*.bin, *.pt, *.pth)")
 
 
-def model_digest(folder: str | Path) -> str:
+def model_digest(folder: str | Path, *, name: str | None = None) -> str:
     """sha256 (hex) over the weight files of a model folder, in name order, names included.
 
     Only the files ``from_pretrained`` would read are hashed: the ``*.safetensors`` files when there
     are any, else the PyTorch ``*.bin`` / ``*.pt`` files. Cached per folder; the cache entry is
-    dropped when a file's size or modification time changes.
+    dropped when a file's size or modification time changes. A folder without readable weight files
+    raises :class:`UndigestedModelError` naming the model (``name``, else the folder).
     """
     resolved = Path(folder).expanduser().resolve()
     if not resolved.is_dir():
         raise NotFoundError(f"{resolved}: not a model folder")
-    return _cached_model_digest(str(resolved), _stat_key(resolved))
+    try:
+        return _cached_model_digest(str(resolved), _stat_key(resolved))
+    except OSError as exc:
+        raise undigested_error(name or str(resolved), str(exc)) from exc
 
 
 @functools.lru_cache(maxsize=64)

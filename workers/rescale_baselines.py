@@ -14,26 +14,25 @@ copy in the catalog. :class:`assay.workers.metrics.BERTScore` with
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import time
-import uuid
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from assay.atomic import write_text
 from assay.catalog.dataset_versions import resolve
 from assay.catalog.engine import session_scope
-from assay.catalog.models import ResultFile, Run
 from assay.config import Settings, load_settings
 from assay.datasets import store
 from assay.errors import UsageError
-from assay.provenance import code_version
+from assay.metrics.signature import model_field, package_version, render_signature, short_digest
+from assay.runs import RecordedFile, RunRecorder
 from assay.workers.embedded_model import DEFAULT_LAYER, DEFAULT_MODEL_NAME
 
 HEADER = "LAYER,P,R,F"
+BASELINE_VERSION = "1"
+"""Version of the baseline computation (the ``v:`` field of baseline signatures)."""
 
 
 def baseline_model_name(model: str | None) -> str:
@@ -54,7 +53,7 @@ def baseline_file(root: str | Path, lang: str, model_name: str) -> Path:
 
 def stored_baseline_file(settings: Settings, lang: str, model: str | None) -> Path:
     """Where computed baselines of ``model`` live: ``ASSAY_HOME/baselines/<lang>/<model>.tsv``."""
-    return baseline_file(settings.home / "baselines", lang, baseline_model_name(model))
+    return baseline_file(settings.baselines_dir, lang, baseline_model_name(model))
 
 
 def dataset_sentences(settings: Settings, store_path: str) -> list[str]:
@@ -80,11 +79,16 @@ def _read_rows(path: Path) -> dict[int, tuple[float, float, float]]:
     return rows
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".tmp-{uuid.uuid4().hex}-{path.name}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+def baseline_signature(model: str | None, model_digest: str, layer: int, dataset: str, dataset_digest: str,
+                       n_pairs: int, seed: int) -> str:
+    """The signature of one computed baseline (:func:`assay.metrics.signature.render_signature`), e.g.
+    ``bertscore-baseline|model:all-MiniLM-L6-v2@3f2a9c1d0e4b|layer:4|data:wmt17@1#9a0b1c2d3e4f|pairs:10000|
+    seed:0|torch:2.13.0|v:1|assay:0.1.0``."""
+    return render_signature("bertscore-baseline", {
+        "model": model_field(baseline_model_name(model), model_digest), "layer": layer,
+        "data": f"{dataset}#{short_digest(dataset_digest)}", "pairs": n_pairs, "seed": seed,
+        "torch": package_version("torch"),
+    }, BASELINE_VERSION)
 
 
 def compute_dataset_baseline(
@@ -120,13 +124,9 @@ def compute_dataset_baseline(
     model_digest = None
     for layer in sorted(set(layers)):
         scorer = BERTScorer(encoder=load_encoder(model, layer, device=device))
-        model_digest = scorer.encoder.digest
+        model_digest = scorer.encoder.digest  # a baseline belongs to weights: never undigested
         b = compute_baseline(scorer, sentences, n_pairs=n_pairs, seed=seed, corpus_name=f"{name}@{number}")
-        signature = "|".join([
-            "bertscore-baseline", f"model:{baseline_model_name(model).split('/')[-1]}@{model_digest[:12]}",
-            f"layer:{layer}", f"data:{name}@{number}#{digest[:12]}", f"pairs:{n_pairs}", f"seed:{seed}",
-            f"code:{code_version()}",
-        ])
+        signature = baseline_signature(model, model_digest, layer, f"{name}@{number}", digest, n_pairs, seed)
         computed[layer] = {"P": b.precision, "R": b.recall, "F": b.f1, "description": b.description,
                            "signature": signature}
     path = stored_baseline_file(settings, lang, model)
@@ -139,26 +139,23 @@ def compute_dataset_baseline(
     text = HEADER + "\n" + "".join(f"{layer},{p!r},{r!r},{f!r}\n" for layer, (p, r, f) in sorted(rows.items()))
     meta = {"model": baseline_model_name(model), "model_digest": model_digest, "lang": lang,
             "layers": {**meta.get("layers", {}), **{str(k): v for k, v in computed.items()}}}
-    run_id = uuid.uuid4().hex
+    recorder = RunRecorder(
+        settings, "baseline",
+        inputs={"dataset": name, "version": number, "dataset_digest": digest, "model_digest": model_digest},
+        parameters={"model": model, "layers": sorted(computed), "n_pairs": n_pairs, "seed": seed, "lang": lang},
+        started=started,
+    )
     # an immutable copy per run (the catalog's record), then the model's current file that --rescale reads
-    archived = settings.home / "baselines" / "runs" / f"{run_id}.tsv"
-    _write_atomically(archived, text)
-    _write_atomically(path, text)
-    _write_atomically(sidecar, json.dumps(meta, indent=1, sort_keys=True) + "\n")
-    finished = time.time()
+    archived = settings.baselines_dir / "runs" / f"{recorder.run_id}.tsv"
+    write_text(text, archived)
+    write_text(text, path)
+    write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n", sidecar)
     relative = archived.relative_to(settings.home)
-    with session_scope(settings) as session:
-        session.add(Run(
-            id=run_id, kind="baseline", status="completed", code_version=code_version(),
-            inputs={"dataset": name, "version": number, "dataset_digest": digest, "model_digest": model_digest},
-            parameters={"model": model, "layers": sorted(computed), "n_pairs": n_pairs, "seed": seed, "lang": lang},
-            summary={"file": str(path.relative_to(settings.home)), "archived": str(relative),
-                     "baselines": {str(k): v for k, v in computed.items()}},
-            started_at=datetime.fromtimestamp(started, UTC), finished_at=datetime.fromtimestamp(finished, UTC),
-            duration_s=finished - started,
-        ))
-        session.flush()
-        session.add(ResultFile(run_id=run_id, kind="bertscore_baseline", path=str(relative),
-                               sha256=hashlib.sha256(archived.read_bytes()).hexdigest(), rows=len(rows)))
+    seconds = recorder.record(
+        {"file": str(path.relative_to(settings.home)), "archived": str(relative),
+         "baselines": {str(k): v for k, v in computed.items()}},
+        [RecordedFile.of(settings, relative, "bertscore_baseline", len(rows))],
+    )
+    run_id = recorder.run_id
     return {"run_id": run_id, "file": str(path), "dataset": f"{name}@{number}", "model_digest": model_digest,
-            "layers": {str(k): v for k, v in computed.items()}, "seconds": finished - started}
+            "layers": {str(k): v for k, v in computed.items()}, "seconds": seconds}

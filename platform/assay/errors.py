@@ -11,6 +11,12 @@
     A dataset, version, run or metric that the user named does not exist.
 ``UsageError``
     A command was called with arguments that cannot work together, or with bad parameters.
+``MetricOutputError``
+    A metric produced numbers that cannot be stored (NaN or infinite scores, wrong lengths). Raised
+    before anything is written; the message names the metric's signature and how many segments.
+``UndigestedModelError``
+    A model's weights cannot be digested, so its scores cannot be cached under a signature. The
+    message names the model, the reason and the opt-out (score without caching).
 ``PluginError``
     A dataset format or a metric (built in, or added by another package through an entry point)
     broke its contract with Assay, e.g. a parser returned a table with the wrong schema. Not the
@@ -70,3 +76,13 @@ class UsageError(AssayError):
 
 class PluginError(AssayError, TypeError):
     """A dataset format or metric plugin broke its contract with Assay (a bug in the plugin)."""
+
+
+class MetricOutputError(AssayError):
+    """A metric produced numbers that cannot be stored (NaN or infinite scores, wrong lengths).
+    Raised before anything is written; the message names the metric's signature."""
+
+
+class UndigestedModelError(AssayError):
+    """A model's weights cannot be digested, so its scores cannot be cached under a signature.
+    The message names the model, the reason and the opt-out (score without caching)."""

@@ -1,25 +1,32 @@
-"""Incremental scoring of a dataset version with one metric.
+"""Incremental scoring of a dataset version with one metric: plan -> compute -> record.
 
-1. ``plan_scoring`` resolves the dataset version, builds the metric (cheaply: no model is loaded)
-   and its signature, computes every segment's content key and subtracts the keys already in the
-   results store under that signature. What is left is written to a work file and cut into shards.
-2. ``score_shard`` scores one shard and writes one immutable Parquet part into the results store.
-3. ``finish_scoring`` records the run (inputs by digest, parameters, counts, timings, result files)
-   in the catalog.
+1. :func:`plan_scoring` is pure: it reads the catalog and the stores, and writes nothing but the
+   plan's work files (never a catalog row). It resolves the dataset version, builds the metric
+   (cheaply), leaves out the language pairs the metric's model does not cover, renders the
+   signature the scores will carry, computes every segment's content key and subtracts the keys
+   already stored under that signature. What is left goes to a work file cut into shards; a plan
+   with nothing to compute is the whole answer (no run is recorded for it).
+2. :func:`start_scoring` records the run as running (:class:`assay.runs.RunRecorder`).
+3. :func:`score_shard` scores one shard and writes one immutable Parquet part into the results
+   store; numbers that must not be stored (NaN, infinities) are refused before anything is written.
+4. :func:`finish_scoring` closes the run: completed with its result files, or failed.
 
-A scored key is never recomputed: the same request twice computes nothing, and a new dataset
-version scores only the segments whose content is new. The Prefect flow in ``flows/score.py``
-calls these three steps as tasks.
+What a metric needs is read from its declared contract (:mod:`assay.metrics.base`) and handed to it
+in one :class:`~assay.metrics.base.ScoringContext`. A scored key is never recomputed: the same
+request twice computes nothing, and a new dataset version scores only the segments whose content
+is new. :func:`score_dataset` runs the four steps in-process; the Prefect flow in
+``flows/score.py`` runs them as tasks.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
+import re
 import time
-import uuid
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -27,38 +34,59 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from assay.atomic import write_parquet
 from assay.catalog.dataset_versions import resolve
 from assay.catalog.engine import session_scope
-from assay.catalog.models import ResultFile, Run
 from assay.config import Settings, load_settings
 from assay.datasets import store
-from assay.errors import UsageError
-from assay.metrics.base import Metric
+from assay.datasets.human import human_scores
+from assay.errors import MetricOutputError, UsageError
+from assay.metrics.base import Metric, ScoringContext, check_scores
 from assay.metrics.registry import MetricSpec, create_metric
-from assay.provenance import code_version
 from assay.results import segment_scores
+from assay.runs import RecordedFile, RunRecorder, new_run_id
 
 SCOPES = ("judged", "outputs", "all")
+#: a group named like a language pair (``de-en``, ``en-zh``); its target language follows the dash
+LANGUAGE_PAIR = re.compile(r"^([a-z]{2,3})-([a-z]{2,3})$")
 
 
 @dataclass
 class ScorePlan:
+    """What a scoring request will do; plain data, so flow tasks can pass it along."""
+
     run_id: str
+    """Id of the run that computes the plan (recorded only when computing starts)."""
     dataset: str
     version_number: int
     version_digest: str
     metric: dict[str, Any]
+    """The :class:`MetricSpec` as a dict."""
     metric_name: str
     signature: str
+    """The signature every score of this plan carries (set digests included)."""
     scope: str
     rows: int
+    """Rows of the scope that are scored (after leaving out uncovered language pairs)."""
     unique: int
     cached: int
     todo_path: str | None
     shards: list[tuple[int, int]] = field(default_factory=list)
     started_at: float = 0.0
-    idf_path: str | None = None
-    """Work file with the whole scored set's references, for metrics whose weights depend on them."""
+    corpus_path: str | None = None
+    """Work file with every reference of the scored set (``depends_on_reference_corpus``)."""
+    signature_extra: dict[str, str] = field(default_factory=dict)
+    """The scored-set fields of the signature, so a worker can check it renders the same one."""
+    store_scores: bool = True
+    """False for a model whose weights could not be digested (scored on request, never stored)."""
+    excluded_groups: dict[str, int] = field(default_factory=dict)
+    """Language pairs left out because the metric's model does not cover their target language, with
+    their row counts."""
+    note: str | None = None
+    """One line for the user about what the plan left out or will not store; None when nothing."""
+    parameters: dict[str, Any] = field(default_factory=dict)
+    run: dict[str, Any] | None = None
+    """The run recorder (``RunRecorder.as_dict``) once :func:`start_scoring` has recorded the run."""
 
     @property
     def to_compute(self) -> int:
@@ -77,28 +105,30 @@ class ScorePlan:
 @lru_cache(maxsize=4)
 def _metric(spec_key: str) -> Metric:
     """One metric object (and so one loaded model) per process and spec."""
-    import json
-
     return create_metric(MetricSpec.from_dict(json.loads(spec_key)))
 
 
 def metric_for(spec: MetricSpec) -> Metric:
-    import json
-
     return _metric(json.dumps(spec.as_dict(), sort_keys=True))
 
 
+# --- what is scored ---------------------------------------------------------------------------
+
+
 def scope_rows(settings: Settings, store_path: str, scope: str) -> pa.Table:
-    """The (source, references, candidate) rows a scope covers, from the stored version."""
+    """The (group, source, references, candidate, human) rows a scope covers, from the stored version.
+
+    ``human`` is the row's human score (:mod:`assay.datasets.human`: z where there is one, else raw);
+    system outputs without a judgment have none.
+    """
     if scope not in SCOPES:
         raise UsageError(f"unknown scope {scope!r} (expected one of {', '.join(SCOPES)})")
-    columns = ["source", "references", "candidate"]
+    columns = ["group", "source", "references", "candidate"]
     tables = []
     if scope in ("judged", "all"):
         segments = store.read_table(settings, store_path, "segments")
-        human = [z if z is not None else r for z, r in zip(segments.column("human_z").to_pylist(),
-                                                         segments.column("human_raw").to_pylist(), strict=True)]
-        tables.append(segments.select(columns).append_column("human", pa.array(human, pa.float64())))
+        human = pa.array(human_scores(segments), pa.float64())
+        tables.append(segments.select(columns).append_column("human", human))
     if scope in ("outputs", "all"):
         outputs = store.read_table(settings, store_path, "outputs").select(columns)
         tables.append(outputs.append_column("human", pa.nulls(outputs.num_rows, pa.float64())))
@@ -123,24 +153,48 @@ def reference_corpus(rows: pa.Table) -> list[str]:
     return [ref for refs in rows.column("references").to_pylist() for ref in (refs or [])]
 
 
-def scoped_signature(metric: Metric, rows: pa.Table, keys: list[str] | None = None) -> str:
-    """The metric's signature, extended where a segment's score depends on the scored set.
+def target_language(group: str | None) -> str | None:
+    """The target language of a group named like a language pair (``de-en`` -> ``en``); None for
+    groups that are not language pairs (a task, a category), whose language is not known."""
+    match = LANGUAGE_PAIR.match((group or "").strip().lower())
+    return match.group(2) if match else None
 
-    - ``corpus_dependent`` (BLEU Neighbors leave-one-out): the set of segment keys joins it.
-    - ``reference_dependent`` (BERTScore with idf, Zhang et al. 2020 §3 "Importance Weighting"):
-      the idf weights come from all references of the scored set, whose multiset joins it.
+
+def uncovered_groups(metric: Metric, groups: Iterable[str]) -> list[str]:
+    """The groups whose target language the metric's model does not cover (``metric.languages``)."""
+    if metric.languages is None:
+        return []
+    return sorted({g for g in groups if (lang := target_language(g)) is not None and lang not in metric.languages})
+
+
+def _digest(items: Iterable[str]) -> str:
+    return hashlib.sha256("\n".join(items).encode()).hexdigest()[:12]
+
+
+def set_fields(metric: Metric, rows: pa.Table, keys: list[str] | None = None) -> dict[str, str]:
+    """The signature fields that name the scored set, for metrics whose scores depend on it.
+
+    - ``depends_on_segment_set`` (BLEU Neighbors leave-one-out): ``set`` digests the segment keys.
+    - ``depends_on_reference_corpus`` (BERTScore with idf, Zhang et al. 2020 §3 "Importance
+      Weighting"): ``refs`` digests the multiset of the set's references, the idf corpus.
 
     Either way, shards of one request share one set, so scoring in shards equals one pass, and a
     different set never reuses cached scores computed under another.
     """
-    signature = metric.signature()
-    if getattr(metric, "corpus_dependent", False):
-        keys = keys if keys is not None else keys_of(rows)
-        signature += "|set:" + hashlib.sha256("\n".join(sorted(set(keys))).encode()).hexdigest()[:12]
-    if getattr(metric, "reference_dependent", False):
-        corpus = sorted(ref.strip() for ref in reference_corpus(rows))
-        signature += "|idf-refs:" + hashlib.sha256("\n".join(corpus).encode()).hexdigest()[:12]
-    return signature
+    extra: dict[str, str] = {}
+    if metric.depends_on_segment_set:
+        extra["set"] = _digest(sorted(set(keys if keys is not None else keys_of(rows))))
+    if metric.depends_on_reference_corpus:
+        extra["refs"] = _digest(sorted(ref.strip() for ref in reference_corpus(rows)))
+    return extra
+
+
+def scoped_signature(metric: Metric, rows: pa.Table, keys: list[str] | None = None) -> str:
+    """The metric's signature for scoring ``rows`` (with :func:`set_fields` where they apply)."""
+    return metric.signature(set_fields(metric, rows, keys))
+
+
+# --- plan -------------------------------------------------------------------------------------
 
 
 def plan_scoring(
@@ -149,10 +203,19 @@ def plan_scoring(
     *,
     scope: str = "judged",
     shard_size: int = 4000,
+    allow_languages: bool = False,
     settings: Settings | None = None,
 ) -> ScorePlan:
+    """Plan a scoring request against the cache; writes work files only, never a catalog row.
+
+    ``allow_languages``: score every language pair even where the metric's model does not cover
+    the target language (``assay score --any-language``); otherwise those pairs are left out and
+    the plan's ``note`` says so.
+    """
     settings = settings or load_settings()
     started = time.time()
+    if isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1:
+        raise UsageError(f"shard size must be a positive integer, got {shard_size!r}")
     with session_scope(settings) as session:
         version = resolve(session, dataset)
         name, number, digest, store_path = version.dataset.name, version.number, version.digest, version.store_path
@@ -160,10 +223,12 @@ def plan_scoring(
     rows = scope_rows(settings, store_path, scope)
     if rows.num_rows == 0:
         raise UsageError(f"{name}@{number} has no {scope} segments to score (try --scope outputs or all)")
+    rows, excluded = _covered(metric, rows, allow_languages, f"{name}@{number}")
     keys = keys_of(rows)
-    metric_name = metric.name
-    signature = scoped_signature(metric, rows, keys)
-    done = segment_scores.scored_keys(settings, metric_name, signature)
+    extra = set_fields(metric, rows, keys)
+    signature = metric.signature(extra)
+    stored = not metric.model_based or metric.model_digest() is not None
+    done = segment_scores.scored_keys(settings, metric.name, signature) if stored else set()
     seen: set[str] = set()
     todo_index = []
     for i, key in enumerate(keys):
@@ -171,66 +236,115 @@ def plan_scoring(
             seen.add(key)
             if key not in done:
                 todo_index.append(i)
-    unique = len(seen)
-    run_id = uuid.uuid4().hex
+    run_id = new_run_id()
     todo_path: str | None = None
-    idf_path: str | None = None
+    corpus_path: str | None = None
     shards: list[tuple[int, int]] = []
     if todo_index:
         todo = rows.take(todo_index).append_column("key", pa.array([keys[i] for i in todo_index], pa.string()))
-        if getattr(metric, "needs_human", False):
-            # identical segments judged more than once: the estimator sees their mean human score
-            totals: dict[str, list[float]] = {}
-            for key, value in zip(keys, rows.column("human").to_pylist(), strict=True):
-                if value is not None:
-                    totals.setdefault(key, []).append(value)
-            means = [sum(totals[k]) / len(totals[k]) if k in totals else None for k in todo.column("key").to_pylist()]
-            todo = todo.set_column(todo.schema.get_field_index("human"), "human", pa.array(means, pa.float64()))
-        work = settings.home / "work" / run_id
-        work.mkdir(parents=True, exist_ok=True)
-        todo_path = str(work / "todo.parquet")
-        pq.write_table(todo, todo_path)
-        if getattr(metric, "corpus_dependent", False):
-            shard_size = len(todo_index)
-        if getattr(metric, "reference_dependent", False):
-            idf_path = str(work / "idf-references.parquet")
-            pq.write_table(pa.table({"reference": pa.array(reference_corpus(rows), pa.string())}), idf_path)
+        if metric.needs_human_scores:
+            todo = _with_mean_human(todo, keys, rows.column("human").to_pylist())
+        work = settings.work_dir / run_id
+        todo_path = str(write_parquet(todo, work / "todo.parquet"))
+        if metric.depends_on_reference_corpus:
+            corpus = pa.table({"reference": pa.array(reference_corpus(rows), pa.string())})
+            corpus_path = str(write_parquet(corpus, work / "reference-corpus.parquet"))
+        if metric.depends_on_segment_set:
+            shard_size = len(todo_index)  # leave-one-out sees the whole set at once
         shards = [(start, min(start + shard_size, len(todo_index))) for start in range(0, len(todo_index), shard_size)]
-    plan = ScorePlan(
+    notes = []
+    if excluded:
+        listed = ", ".join(f"{group} ({count:,} rows)" for group, count in excluded.items())
+        covered = ", ".join(sorted(metric.languages or ()))
+        notes.append(f"{metric.name} covers target language {covered} only: left out {listed} "
+                     "(--any-language / allow_languages=True scores them anyway)")
+    if not stored:
+        notes.append(f"{metric.name}'s model weights could not be digested: scores are computed and returned, "
+                     "never stored")
+    return ScorePlan(
         run_id=run_id, dataset=name, version_number=number, version_digest=digest, metric=spec.as_dict(),
-        metric_name=metric_name, signature=signature, scope=scope, rows=rows.num_rows, unique=unique,
-        cached=unique - len(todo_index), todo_path=todo_path, shards=shards, started_at=started,
-        idf_path=idf_path,
+        metric_name=metric.name, signature=signature, scope=scope, rows=rows.num_rows, unique=len(seen),
+        cached=len(seen) - len(todo_index), todo_path=todo_path, shards=shards, started_at=started,
+        corpus_path=corpus_path, signature_extra=extra, store_scores=stored, excluded_groups=excluded,
+        note="; ".join(notes) or None,
+        parameters={"metric": spec.as_dict(), "scope": scope, "shard_size": shard_size,
+                    "allow_languages": allow_languages},
     )
-    with session_scope(settings) as session:
-        session.add(Run(
-            id=run_id, kind="score", status="running", code_version=code_version(),
-            inputs={"dataset": name, "version": number, "dataset_digest": digest, "signature": signature},
-            parameters={"metric": spec.as_dict(), "scope": scope, "shard_size": shard_size},
-            summary={}, started_at=datetime.fromtimestamp(started, UTC),
-        ))
-    return plan
+
+
+def _covered(metric: Metric, rows: pa.Table, allow_languages: bool, label: str) -> tuple[pa.Table, dict[str, int]]:
+    """``rows`` without the language pairs the metric does not cover, and those pairs' row counts."""
+    groups = rows.column("group").to_pylist()
+    left_out = [] if allow_languages else uncovered_groups(metric, groups)
+    if not left_out:
+        return rows, {}
+    excluded = {group: groups.count(group) for group in left_out}
+    keep = [i for i, group in enumerate(groups) if group not in excluded]
+    if not keep:
+        raise UsageError(
+            f"{label}: {metric.name} covers target language {', '.join(sorted(metric.languages or ()))} only and "
+            f"every group ({', '.join(left_out)}) is in another; pass --any-language (allow_languages=True) "
+            "to score them anyway, or choose a model for that language"
+        )
+    return rows.take(keep), excluded
+
+
+def _with_mean_human(todo: pa.Table, keys: list[str], human: list[float | None]) -> pa.Table:
+    """Identical segments judged more than once: the estimator sees their mean human score."""
+    totals: dict[str, list[float]] = {}
+    for key, value in zip(keys, human, strict=True):
+        if value is not None:
+            totals.setdefault(key, []).append(value)
+    means = [sum(totals[k]) / len(totals[k]) if k in totals else None for k in todo.column("key").to_pylist()]
+    return todo.set_column(todo.schema.get_field_index("human"), "human", pa.array(means, pa.float64()))
+
+
+# --- compute ----------------------------------------------------------------------------------
+
+
+def start_scoring(plan: ScorePlan, settings: Settings | None = None) -> ScorePlan:
+    """Record the plan's run as running; returns the plan carrying its recorder. A plan with
+    nothing to compute records no run and is returned unchanged."""
+    if not plan.shards or plan.run is not None:
+        return plan
+    recorder = _recorder(settings or load_settings(), plan).start()
+    return replace(plan, run=recorder.as_dict())
+
+
+def _recorder(settings: Settings, plan: ScorePlan) -> RunRecorder:
+    inputs = {"dataset": plan.dataset, "version": plan.version_number, "dataset_digest": plan.version_digest,
+              "signature": plan.signature}
+    return RunRecorder(settings, "score", inputs, dict(plan.parameters), run_id=plan.run_id, started=plan.started_at)
 
 
 def score_shard(plan: ScorePlan, shard: int, settings: Settings | None = None) -> dict[str, Any]:
-    """Score one shard of the plan's work file; writes one result part. Returns its record."""
+    """Score one shard of the plan's work file and write one result part. Returns its record
+    (``RecordedFile`` fields plus ``seconds`` and ``warnings``; for a plan that does not store,
+    the scores themselves instead of a file)."""
     settings = settings or load_settings()
     if plan.todo_path is None:
         raise UsageError("nothing to score in this plan")
+    if not 0 <= shard < len(plan.shards):
+        raise UsageError(f"shard {shard} does not exist (the plan has {len(plan.shards)})")
     start, end = plan.shards[shard]
     table = pq.read_table(plan.todo_path).slice(start, end - start)
     metric = metric_for(MetricSpec.from_dict(plan.metric))
+    here = metric.signature(plan.signature_extra)
+    if here != plan.signature:
+        raise UsageError(f"this worker would score under\n  {here}\nbut the plan was made for\n  {plan.signature}\n"
+                         "(other library versions or model files); run it where the plan was made, or plan again here")
+    context = ScoringContext(
+        human=table.column("human").to_pylist() if metric.needs_human_scores else None,
+        reference_corpus=(pq.read_table(plan.corpus_path).column("reference").to_pylist()
+                          if metric.depends_on_reference_corpus and plan.corpus_path else None),
+    )
     t0 = time.perf_counter()
-    arguments = (table.column("candidate").to_pylist(), table.column("references").to_pylist(),
-                 table.column("source").to_pylist())
-    if getattr(metric, "needs_human", False):
-        result = metric.score(*arguments, human=table.column("human").to_pylist())  # type: ignore[call-arg]
-    elif plan.idf_path is not None:
-        corpus = pq.read_table(plan.idf_path).column("reference").to_pylist()
-        result = metric.score(*arguments, idf_sentences=corpus)  # type: ignore[call-arg]
-    else:
-        result = metric.score(*arguments)
+    result = metric.score(table.column("candidate").to_pylist(), table.column("references").to_pylist(),
+                          table.column("source").to_pylist(), context=context)
     seconds = time.perf_counter() - t0
+    check_scores(metric, result, table.num_rows, plan.signature)
+    if metric.has_sufficient_statistics and result.stats is None:
+        raise MetricOutputError(f"{plan.signature}: declares sufficient statistics but returned none")
     rows = segment_scores.rows_table(
         plan.signature,
         table.column("key").to_pylist(),
@@ -239,39 +353,84 @@ def score_shard(plan: ScorePlan, shard: int, settings: Settings | None = None) -
         result.stats.tolist() if result.stats is not None else None,
         plan.run_id,
     )
+    record: dict[str, Any] = {"seconds": seconds, "warnings": list(result.warnings)}
+    if not plan.store_scores:
+        kept = rows.select(["key", "score", "extra"]).to_pylist()
+        return {**record, "path": None, "rows": rows.num_rows,
+                "scores": [{"key": r["key"], "score": r["score"], **dict(r["extra"] or [])} for r in kept]}
     path = segment_scores.write_part(settings, plan.metric_name, plan.signature, plan.run_id, shard, rows)
-    digest = hashlib.sha256((settings.home / path).read_bytes()).hexdigest()
-    return {"path": str(path), "rows": rows.num_rows, "sha256": digest, "seconds": seconds,
-            "warnings": list(result.warnings)}
+    return {**record, **RecordedFile.of(settings, path, "segment_scores", rows.num_rows).as_dict()}
+
+
+# --- record -----------------------------------------------------------------------------------
 
 
 def finish_scoring(plan: ScorePlan, parts: list[dict[str, Any]], settings: Settings | None = None,
                    error: str | None = None) -> dict[str, Any]:
+    """Close the plan's run (completed with the parts' files, or failed with ``error``), remove the
+    work files and return the summary. A plan with nothing to compute has no run (``run_id`` None).
+    A plan whose run was never started (a caller that skipped :func:`start_scoring`) is recorded
+    in one step."""
     settings = settings or load_settings()
-    finished = time.time()
-    summary = {
+    files = [RecordedFile.from_dict(p) for p in parts if p.get("path")]
+    summary: dict[str, Any] = {
         "rows": plan.rows, "unique_segments": plan.unique, "cached": plan.cached,
-        "computed": sum(p["rows"] for p in parts), "files": [p["path"] for p in parts],
+        "computed": sum(p["rows"] for p in parts), "files": [f.path for f in files],
         "scoring_seconds": sum(p["seconds"] for p in parts),
         "warnings": sorted({w for p in parts for w in p["warnings"]}),
+        "excluded_groups": dict(plan.excluded_groups), "note": plan.note, "stored": plan.store_scores,
     }
-    with session_scope(settings) as session:
-        run = session.get(Run, plan.run_id)
-        if run is None:
-            raise UsageError(f"run {plan.run_id} is not in the catalog")
-        run.status = "failed" if error else "completed"
-        run.error = error
-        run.finished_at = datetime.fromtimestamp(finished, UTC)
-        run.duration_s = finished - plan.started_at
-        run.summary = summary
-        for part in parts:
-            session.add(ResultFile(run_id=plan.run_id, kind="segment_scores", path=part["path"],
-                                   sha256=part["sha256"], rows=part["rows"]))
-    if plan.idf_path:
-        Path(plan.idf_path).unlink(missing_ok=True)
+    if not plan.store_scores:
+        summary["scores"] = [row for p in parts for row in p.get("scores", [])]
+    run_id: str | None = plan.run_id
+    if not plan.shards:
+        run_id, seconds = None, time.time() - plan.started_at
+    else:
+        recorder = RunRecorder.from_dict(settings, plan.run) if plan.run else _recorder(settings, plan)
+        recorded = {k: v for k, v in summary.items() if k != "scores"}
+        if error is not None:
+            if plan.run is None:
+                recorder.start()
+            seconds = recorder.fail(error, recorded, files)
+        elif plan.run is None:
+            seconds = recorder.record(recorded, files)
+        else:
+            seconds = recorder.complete(recorded, files)
+    discard(plan)
+    return {"run_id": run_id, "dataset": f"{plan.dataset}@{plan.version_number}", "signature": plan.signature,
+            "seconds": seconds, **summary}
+
+
+def discard(plan: ScorePlan) -> None:
+    """Remove the plan's work files (a plan that will not be computed, or one that is finished)."""
+    for path in (plan.todo_path, plan.corpus_path):
+        if path:
+            Path(path).unlink(missing_ok=True)
     if plan.todo_path:
-        Path(plan.todo_path).unlink(missing_ok=True)
-        with contextlib.suppress(OSError):  # other files may still be there
+        with contextlib.suppress(OSError):  # only when empty: never another run's files
             Path(plan.todo_path).parent.rmdir()
-    return {"run_id": plan.run_id, "dataset": f"{plan.dataset}@{plan.version_number}",
-            "signature": plan.signature, "seconds": finished - plan.started_at, **summary}
+
+
+def score_dataset(
+    dataset: str,
+    spec: MetricSpec,
+    *,
+    scope: str = "judged",
+    shard_size: int = 4000,
+    allow_languages: bool = False,
+    settings: Settings | None = None,
+) -> dict[str, Any]:
+    """Plan, start, score every shard and finish, in this process; a failure marks the run failed
+    and is raised again. Returns :func:`finish_scoring`'s summary."""
+    settings = settings or load_settings()
+    plan = start_scoring(plan_scoring(dataset, spec, scope=scope, shard_size=shard_size,
+                                      allow_languages=allow_languages, settings=settings), settings)
+    parts: list[dict[str, Any]] = []
+    try:
+        for shard in range(len(plan.shards)):
+            parts.append(score_shard(plan, shard, settings))
+    except BaseException as exc:
+        finish_scoring(plan, parts, settings, error=f"{type(exc).__name__}: {exc}")
+        raise
+    return finish_scoring(plan, parts, settings)
+

@@ -26,6 +26,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.stats import spearmanr
 
+from assay.errors import UsageError
 from assay.metrics.bleu_neighbors import (
     BertScoreKernel,
     BleuNeighbors,
@@ -118,7 +119,7 @@ def test_matches_sacrebleu_statistics_formula() -> None:
 
 def test_signature_and_bad_smoothing() -> None:
     assert signature("none").startswith("bleu_star|smooth:none|tok:whitespace|v:1|assay:")
-    with pytest.raises(ValueError, match="smoothing"):
+    with pytest.raises(UsageError, match="smoothing"):
         bleu_star("a", "a", smoothing="add-two")  # type: ignore[arg-type]
 
 
@@ -197,7 +198,7 @@ def test_index_degenerate_corpora(smoothing: Smoothing) -> None:
 
 def test_index_rejects_bad_arguments() -> None:
     index = BleuStarIndex([["a", "b"]])
-    with pytest.raises(ValueError, match="tau"):
+    with pytest.raises(UsageError, match="tau"):
         index.neighbors([["a"]], 0.0)
     with pytest.raises(ValueError, match="exclude_self"):
         index.neighbors([["a"], ["b"]], 0.08, exclude_self=True)
@@ -290,13 +291,13 @@ def test_kernels_defaults_and_rouge_matches_the_library() -> None:
 
 
 def test_estimator_rejects_bad_arguments() -> None:
-    with pytest.raises(ValueError, match="tau"):
+    with pytest.raises(UsageError, match="tau"):
         BleuNeighbors(tau=0.0)
-    with pytest.raises(ValueError, match="positive integer"):
+    with pytest.raises(UsageError, match="positive integer"):
         BleuNeighbors(a=0)
-    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+    with pytest.raises(UsageError, match=r"\[0, 1\]"):
         BleuNeighbors(b=1.5)
-    with pytest.raises(ValueError, match="quality"):
+    with pytest.raises(UsageError, match="quality"):
         BleuNeighbors().leave_one_out(["a b", "a b"], [0.5])
     with pytest.raises(ValueError, match="shape"):
         BertScoreKernel(lambda c, t: np.zeros((1, 1))).neighbors(["a", "b"], ["c"], 0.1)

@@ -315,6 +315,11 @@ def test_signature_names_everything_that_changes_scores(encoder) -> None:
     sig = scorer.signature()
     assert sig.startswith(f"bertscore|model:all-MiniLM-L6-v2@{params['model_digest'][:12]}|layer:4|idf:yes|")
     assert BERTScorer(encoder=encoder).signature() != sig
+    # the pipeline metric renders the scorer's line (one renderer, docs/SIGNATURES.md)
+    from assay.workers.metrics import BERTScore
+
+    assert BERTScore(layer=LAYER).signature() == BERTScorer(encoder=encoder).signature()
+    assert f"|torch:{torch.__version__.split('+')[0]}|" in sig
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

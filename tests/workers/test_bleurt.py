@@ -25,6 +25,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from transformers import AutoTokenizer, BertConfig, BertModel, BertTokenizer
 
+import assay
 from assay.workers.bleurt import BleurtScorer, TruncationWarning, plan_batches, truncate_longest_first
 from assay.workers.checkpoint import (
     CONFIG_FILE,
@@ -301,7 +302,22 @@ def test_signature_params(scorer: BleurtScorer, minilm_checkpoint: Path) -> None
     assert params["head"] == "linear(384x1,cls)"
     assert params["normalisation"] == "none"
     assert params["multi_ref"] == "max"
-    assert params["torch"] == torch.__version__
+    # torch's local build suffix (+cpu, +cu121) is dropped, as in every signature (docs/SIGNATURES.md)
+    assert params["torch"] == torch.__version__.split("+")[0]
+    signature = scorer.signature()
+    assert signature.startswith(f"bleurt|checkpoint:{checkpoint_digest(minilm_checkpoint)[:12]}|base_encoder:")
+    assert f"|torch:{params['torch']}|" in signature and signature.endswith(f"|v:1|assay:{assay.__version__}")
+
+
+def test_bleurt_metric_signs_as_its_scorer(scorer: BleurtScorer, minilm_checkpoint: Path) -> None:
+    """The pipeline metric and the scorer render one signature; a checkpoint on the embedded
+    English MiniLM declares English targets."""
+    from assay.workers.metrics import BLEURT
+
+    metric = BLEURT(str(minilm_checkpoint))
+    assert metric.signature() == scorer.signature()
+    assert metric.model_digest() == checkpoint_digest(minilm_checkpoint)
+    assert metric.languages == {"en"}
 
 
 # ---------------------------------------------------------------------------------------------

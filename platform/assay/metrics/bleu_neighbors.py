@@ -28,6 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
+from assay.errors import UsageError
 from assay.metrics.bleu_star import (
     DEFAULT_SMOOTHING,
     Smoothing,
@@ -36,7 +37,7 @@ from assay.metrics.bleu_star import (
     whitespace_tokenize,
 )
 from assay.metrics.neighbors_index import AllPairsBleuStar, BleuStarIndex, neighbors_csr
-from assay.metrics.signature import Signature
+from assay.metrics.signature import render_signature
 
 VERSION = "1"
 DEFAULT_A = 5
@@ -66,7 +67,7 @@ class NeighborKernel(Protocol):
 def threshold_matrix(similarity: ArrayLike, tau: float, *, exclude_self: bool = False) -> sp.csr_matrix:
     """The neighbour matrix of a dense similarity matrix: entries ``>= tau`` (``tau > 0``)."""
     if not tau > 0:
-        raise ValueError(f"tau must be positive, got {tau}")
+        raise UsageError(f"tau must be positive, got {tau}")
     sim = np.asarray(similarity, dtype=np.float64)
     if sim.ndim != 2:
         raise ValueError(f"a similarity matrix must be 2-D, got shape {sim.shape}")
@@ -264,9 +265,9 @@ class NeighborPredictions:
 def _qualities(quality: ArrayLike, n: int) -> NDArray[np.float64]:
     values = np.asarray(quality, dtype=np.float64)
     if values.shape != (n,):
-        raise ValueError(f"expected {n} quality scores, got shape {values.shape}")
+        raise UsageError(f"expected {n} quality scores, got shape {values.shape}")
     if not np.all(np.isfinite(values)):
-        raise ValueError("quality scores must all be finite numbers")
+        raise UsageError("quality scores must all be finite numbers")
     return values
 
 
@@ -302,16 +303,16 @@ class BleuNeighbors:
         self.kernel: NeighborKernel = kernel if kernel is not None else BleuStarKernel()
         self.tau = self.kernel.default_tau if tau is None else float(tau)
         if not self.tau > 0:
-            raise ValueError(f"tau must be positive, got {self.tau}")
+            raise UsageError(f"tau must be positive, got {self.tau}")
         if isinstance(a, bool) or not isinstance(a, int | np.integer) or a < 1:
-            raise ValueError(f"a (the minimum number of neighbours) must be a positive integer, got {a!r}")
+            raise UsageError(f"a (the minimum number of neighbours) must be a positive integer, got {a!r}")
         if not 0.0 <= b <= 1.0:
-            raise ValueError(f"b (the maximum share of the training set) must be in [0, 1], got {b}")
+            raise UsageError(f"b (the maximum share of the training set) must be in [0, 1], got {b}")
         self.a, self.b = int(a), float(b)
 
     def signature(self) -> str:
         params = {"kernel": self.kernel.name, **self.kernel.params(), "tau": self.tau, "a": self.a, "b": self.b}
-        return Signature("bleu_neighbors", VERSION, params).render()
+        return render_signature("bleu_neighbors", params, VERSION)
 
     def predict(self, candidates: Sequence[str], train: Sequence[str], train_quality: ArrayLike) -> NeighborPredictions:
         """Train -> test: estimate each candidate from the training texts and their qualities."""

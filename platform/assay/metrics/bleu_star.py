@@ -45,7 +45,8 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from assay.metrics.signature import Signature
+from assay.errors import UsageError
+from assay.metrics.signature import render_signature
 
 Smoothing = Literal["none", "add-one"]
 SMOOTHINGS: tuple[Smoothing, ...] = ("none", "add-one")
@@ -64,15 +65,15 @@ def whitespace_tokenize(text: str) -> list[str]:
 
 
 def check_smoothing(smoothing: str) -> Smoothing:
-    """``smoothing`` if it is one of :data:`SMOOTHINGS`, else a ``ValueError`` naming the choices."""
+    """``smoothing`` if it is one of :data:`SMOOTHINGS`, else a ``UsageError`` naming the choices."""
     if smoothing not in SMOOTHINGS:
-        raise ValueError(f"unknown BLEU* smoothing {smoothing!r}; expected one of {', '.join(SMOOTHINGS)}")
+        raise UsageError(f"unknown BLEU* smoothing {smoothing!r}; expected one of {', '.join(SMOOTHINGS)}")
     return smoothing
 
 
 def signature(smoothing: Smoothing = DEFAULT_SMOOTHING, tokenizer: str = "whitespace") -> str:
     """The score's signature, e.g. ``bleu_star|smooth:add-one|tok:whitespace|v:1|assay:0.1.0``."""
-    return Signature("bleu_star", VERSION, {"smooth": check_smoothing(smoothing), "tok": tokenizer}).render()
+    return render_signature("bleu_star", {"smooth": check_smoothing(smoothing), "tok": tokenizer}, VERSION)
 
 
 @dataclass(frozen=True)

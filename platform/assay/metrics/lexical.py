@@ -11,15 +11,26 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from assay.metrics.base import Metric, SegmentScores
+from assay.errors import UsageError
+from assay.metrics import params as check
+from assay.metrics.base import Metric, ScoringContext, SegmentScores
+from assay.metrics.signature import package_version
 
 MAX_NGRAM_ORDER = 4
 
 
-def _sacrebleu_version() -> str:
-    import sacrebleu
+def _bleu(metric: str, **kwargs: Any) -> Any:
+    """sacrebleu's BLEU with checked options (its own errors are a KeyError or an assert)."""
+    from sacrebleu.metrics import BLEU
+    from sacrebleu.metrics.bleu import _TOKENIZERS
 
-    return str(sacrebleu.__version__)
+    check.choice(metric, "tokenize", kwargs["tokenize"], _TOKENIZERS)
+    check.choice(metric, "smooth_method", kwargs["smooth_method"], BLEU.SMOOTH_DEFAULTS)
+    check.flag(metric, "lowercase", kwargs["lowercase"])
+    try:
+        return BLEU(**kwargs)
+    except (ImportError, RuntimeError) as exc:  # e.g. ja-mecab without its optional package
+        raise UsageError(f"{metric}: tokenize {kwargs['tokenize']!r} cannot be used here: {exc}") from exc
 
 
 class SentenceBLEU(Metric):
@@ -29,17 +40,20 @@ class SentenceBLEU(Metric):
     name: ClassVar[str] = "sentbleu"
 
     def __init__(self, tokenize: str = "13a", smooth_method: str = "exp", lowercase: bool = False) -> None:
-        from sacrebleu.metrics import BLEU
-
         self.tokenize, self.smooth_method, self.lowercase = tokenize, smooth_method, lowercase
-        self._bleu = BLEU(tokenize=tokenize, smooth_method=smooth_method, lowercase=lowercase, effective_order=True)
+        self._bleu = _bleu(self.name, tokenize=tokenize, smooth_method=smooth_method, lowercase=lowercase,
+                           effective_order=True)
 
     def params(self) -> dict[str, object]:
+        return {"tokenize": self.tokenize, "smooth_method": self.smooth_method, "lowercase": self.lowercase}
+
+    def signature_params(self) -> dict[str, object]:
         return {"tok": self.tokenize, "smooth": self.smooth_method, "case": "lc" if self.lowercase else "mixed",
-                "eff": True, "sacrebleu": _sacrebleu_version()}
+                "eff": True, "sacrebleu": package_version("sacrebleu")}
 
     def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
-              sources: Sequence[str | None] | None = None) -> SegmentScores:
+              sources: Sequence[str | None] | None = None, *,
+              context: ScoringContext | None = None) -> SegmentScores:
         self.check_inputs(candidates, references)
         scores = [self._bleu.sentence_score(c, list(r)).score for c, r in zip(candidates, references, strict=True)]
         return SegmentScores(np.array(scores))
@@ -52,6 +66,7 @@ class CorpusBLEU(Metric):
     ``corpus_score`` would. The per-segment ``score`` is the smoothed sentence BLEU."""
 
     name: ClassVar[str] = "bleu"
+    has_sufficient_statistics: ClassVar[bool] = True
     stats_columns: ClassVar[tuple[str, ...]] = (
         "sys_len", "ref_len",
         *(f"correct_{n}" for n in range(1, MAX_NGRAM_ORDER + 1)),
@@ -59,18 +74,21 @@ class CorpusBLEU(Metric):
     )
 
     def __init__(self, tokenize: str = "13a", smooth_method: str = "exp", lowercase: bool = False) -> None:
-        from sacrebleu.metrics import BLEU
-
         self.tokenize, self.smooth_method, self.lowercase = tokenize, smooth_method, lowercase
-        self._bleu = BLEU(tokenize=tokenize, smooth_method=smooth_method, lowercase=lowercase)
-        self._sentence = BLEU(tokenize=tokenize, smooth_method="exp", lowercase=lowercase, effective_order=True)
+        self._bleu = _bleu(self.name, tokenize=tokenize, smooth_method=smooth_method, lowercase=lowercase)
+        self._sentence = _bleu(self.name, tokenize=tokenize, smooth_method="exp", lowercase=lowercase,
+                               effective_order=True)
 
     def params(self) -> dict[str, object]:
+        return {"tokenize": self.tokenize, "smooth_method": self.smooth_method, "lowercase": self.lowercase}
+
+    def signature_params(self) -> dict[str, object]:
         return {"tok": self.tokenize, "smooth": self.smooth_method, "case": "lc" if self.lowercase else "mixed",
-                "sacrebleu": _sacrebleu_version()}
+                "sacrebleu": package_version("sacrebleu")}
 
     def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
-              sources: Sequence[str | None] | None = None) -> SegmentScores:
+              sources: Sequence[str | None] | None = None, *,
+              context: ScoringContext | None = None) -> SegmentScores:
         self.check_inputs(candidates, references)
         stats = np.zeros((len(candidates), len(self.stats_columns)), dtype=np.float64)
         scores = np.zeros(len(candidates))
@@ -103,15 +121,23 @@ class ChrF(Metric):
     def __init__(self, char_order: int = 6, word_order: int = 0, beta: int = 2, lowercase: bool = False) -> None:
         from sacrebleu.metrics import CHRF
 
-        self.char_order, self.word_order, self.beta, self.lowercase = char_order, word_order, beta, lowercase
+        self.char_order = check.integer(self.name, "char_order", char_order, minimum=1)
+        self.word_order = check.integer(self.name, "word_order", word_order, minimum=0)
+        self.beta = check.integer(self.name, "beta", beta, minimum=0)
+        self.lowercase = check.flag(self.name, "lowercase", lowercase)
         self._chrf = CHRF(char_order=char_order, word_order=word_order, beta=beta, lowercase=lowercase)
 
     def params(self) -> dict[str, object]:
+        return {"char_order": self.char_order, "word_order": self.word_order, "beta": self.beta,
+                "lowercase": self.lowercase}
+
+    def signature_params(self) -> dict[str, object]:
         return {"nc": self.char_order, "nw": self.word_order, "beta": self.beta,
-                "case": "lc" if self.lowercase else "mixed", "sacrebleu": _sacrebleu_version()}
+                "case": "lc" if self.lowercase else "mixed", "sacrebleu": package_version("sacrebleu")}
 
     def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
-              sources: Sequence[str | None] | None = None) -> SegmentScores:
+              sources: Sequence[str | None] | None = None, *,
+              context: ScoringContext | None = None) -> SegmentScores:
         self.check_inputs(candidates, references)
         return SegmentScores(np.array([self._chrf.sentence_score(c, list(r)).score
                                        for c, r in zip(candidates, references, strict=True)]))
@@ -128,15 +154,20 @@ class TER(Metric):
     def __init__(self, normalized: bool = False, case_sensitive: bool = False) -> None:
         from sacrebleu.metrics import TER as SacreTER
 
-        self.normalized, self.case_sensitive = normalized, case_sensitive
+        self.normalized = check.flag(self.name, "normalized", normalized)
+        self.case_sensitive = check.flag(self.name, "case_sensitive", case_sensitive)
         self._ter = SacreTER(normalized=normalized, case_sensitive=case_sensitive)
 
     def params(self) -> dict[str, object]:
+        return {"normalized": self.normalized, "case_sensitive": self.case_sensitive}
+
+    def signature_params(self) -> dict[str, object]:
         return {"norm": self.normalized, "case": "mixed" if self.case_sensitive else "lc",
-                "sign": "negated", "sacrebleu": _sacrebleu_version()}
+                "sign": "negated", "sacrebleu": package_version("sacrebleu")}
 
     def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
-              sources: Sequence[str | None] | None = None) -> SegmentScores:
+              sources: Sequence[str | None] | None = None, *,
+              context: ScoringContext | None = None) -> SegmentScores:
         self.check_inputs(candidates, references)
         ter = np.array([self._ter.sentence_score(c, list(r)).score
                         for c, r in zip(candidates, references, strict=True)])
@@ -153,16 +184,18 @@ class _Rouge(Metric):
     def __init__(self, use_stemmer: bool = False) -> None:
         from rouge_score import rouge_scorer
 
-        self.use_stemmer = use_stemmer
+        self.use_stemmer = check.flag(self.name, "use_stemmer", use_stemmer)
         self._scorer = rouge_scorer.RougeScorer([self.name], use_stemmer=use_stemmer)
 
     def params(self) -> dict[str, object]:
-        import importlib.metadata
+        return {"use_stemmer": self.use_stemmer}
 
-        return {"stem": self.use_stemmer, "rouge_score": importlib.metadata.version("rouge-score")}
+    def signature_params(self) -> dict[str, object]:
+        return {"stem": self.use_stemmer, "rouge_score": package_version("rouge-score")}
 
     def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
-              sources: Sequence[str | None] | None = None) -> SegmentScores:
+              sources: Sequence[str | None] | None = None, *,
+              context: ScoringContext | None = None) -> SegmentScores:
         self.check_inputs(candidates, references)
         p, r, f = (np.zeros(len(candidates)) for _ in range(3))
         for i, (cand, refs) in enumerate(zip(candidates, references, strict=True)):

@@ -44,6 +44,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from assay.errors import UsageError
 from assay.metrics.bleu_star import (
     DEFAULT_SMOOTHING,
     ORDERS,
@@ -65,7 +66,7 @@ _MASK = (1 << _BITS) - 1
 def check_tau(tau: float) -> float:
     """``tau`` if it is in (0, 1]; the index only finds pairs with a positive score."""
     if not 0.0 < tau <= 1.0:
-        raise ValueError(f"tau must be in (0, 1] for BLEU*, got {tau}")
+        raise UsageError(f"tau must be in (0, 1] for BLEU*, got {tau}")
     return float(tau)
 
 
@@ -94,7 +95,7 @@ class _Sentences:
         self.tokens = np.asarray(ids, dtype=np.int64)
         self.lengths = np.fromiter((len(s) for s in sentences), dtype=np.int64, count=len(sentences))
         if self.lengths.size and self.lengths.max() > _MASK:
-            raise ValueError(f"a sentence has {self.lengths.max()} tokens; the index needs fewer than 2**{_BITS}")
+            raise UsageError(f"a sentence has {self.lengths.max()} tokens; the index needs fewer than 2**{_BITS}")
         starts = np.cumsum(self.lengths) - self.lengths
         self.row = np.repeat(np.arange(len(sentences), dtype=np.int64), self.lengths)
         self.offset = np.arange(self.tokens.size, dtype=np.int64) - np.repeat(starts, self.lengths)

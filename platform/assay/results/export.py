@@ -68,7 +68,7 @@ def _stored_signature(settings: Settings, store_path: str, metric: Metric, keys:
     segments, or every output; the first that covers all judged segments is taken."""
     from assay.scoring import scope_rows, scoped_signature
 
-    if not (getattr(metric, "corpus_dependent", False) or getattr(metric, "reference_dependent", False)):
+    if not metric.depends_on_scored_set:
         return metric.signature()
     judged = scoped_signature(metric, scope_rows(settings, store_path, "judged"))
     if keys <= segment_scores.scored_keys(settings, metric.name, judged):

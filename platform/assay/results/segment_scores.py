@@ -4,7 +4,7 @@ Layout (relative to ``ASSAY_HOME``), hive-partitioned so DuckDB prunes by metric
 
     results/segment_scores/metric=<metric>/sig=<sha256(signature)[:16]>/part-<run>-<n>-<uuid>.parquet
 
-Each scoring task writes its own immutable file (temporary name, then an atomic rename), so any
+Each scoring task writes its own immutable file (:mod:`assay.atomic`), so any
 number of workers can write at once and nothing is ever updated in place. A row is keyed by
 (signature, segment key): the segment key is a hash of the segment's content (source, references,
 candidate), so a score computed once is reused by every dataset version that contains the same
@@ -15,16 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import uuid
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.dataset as ds
-import pyarrow.parquet as pq
 
+from assay.atomic import unique_part_name, write_parquet
 from assay.config import Settings
 
 ROOT = "results/segment_scores"
@@ -87,18 +85,11 @@ def read_scores(settings: Settings, metric: str, signature: str, keys: Iterable[
 
 
 def write_part(settings: Settings, metric: str, signature: str, run_id: str, part: int, rows: pa.Table) -> Path:
-    """Write one immutable part file; returns its path relative to ``ASSAY_HOME``."""
-    folder = partition_dir(settings, metric, signature)
-    folder.mkdir(parents=True, exist_ok=True)
-    name = f"part-{run_id}-{part:05d}-{uuid.uuid4().hex[:8]}.parquet"
-    tmp = folder / f".tmp-{name}"
-    try:
-        pq.write_table(rows.cast(SCHEMA), tmp, compression="zstd")
-        os.replace(tmp, folder / name)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return (folder / name).relative_to(settings.home)
+    """Write one immutable part file (:func:`assay.atomic.write_parquet`, a unique name); returns
+    its path relative to ``ASSAY_HOME``."""
+    target = partition_dir(settings, metric, signature) / unique_part_name(run_id, part)
+    write_parquet(rows, target, schema=SCHEMA)
+    return target.relative_to(settings.home)
 
 
 def rows_table(
