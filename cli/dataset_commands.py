@@ -29,19 +29,29 @@ def parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.option("--name", help="Dataset name (default: derived, e.g. wmt17 for a WMT17 package).")
 @click.option("--option", "-o", "option_pairs", multiple=True, metavar="KEY=VALUE",
               help="Format option, e.g. column declarations for the generic format (repeatable).")
+@click.option("--reparse", is_flag=True,
+              help="Parse even if the source files are unchanged (after upgrading Assay's parsers).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def ingest_command(path: Path, format_name: str | None, name: str | None,
-                   option_pairs: tuple[str, ...], as_json: bool) -> None:
+                   option_pairs: tuple[str, ...], reparse: bool, as_json: bool) -> None:
     """Ingest a human-judgment release (a folder or a file) as a new dataset version.
 
     Identical content is a no-op that returns the existing version; changed content becomes a
     new version and the old one stays readable. A defective input is rejected with one error
     naming the file and line, and nothing is written.
+
+    Unchanged source files (same sha256 as when a version was parsed from them) are answered
+    from the catalog in this process, without parsing and without starting the Prefect flow.
     """
     from assay.cli.runner import run_ingest_flow
+    from assay.ingest import find_unchanged
 
-    results = run_ingest_flow([str(path)], format_name=format_name, name=name,
-                              options=parse_options(option_pairs))
+    options = parse_options(option_pairs)
+    unchanged = None if reparse else find_unchanged(path, format_name=format_name, name=name, options=options)
+    if unchanged is not None:
+        results = [unchanged.as_dict()]
+    else:
+        results = run_ingest_flow([str(path)], format_name=format_name, name=name, options=options, reparse=reparse)
     if as_json:
         emit_json(results[0])
         return
@@ -50,7 +60,8 @@ def ingest_command(path: Path, format_name: str | None, name: str | None,
 
 def print_ingest_results(results: list[dict[str, Any]]) -> None:
     for result in results:
-        state = "new version" if result["created"] else "unchanged"
+        state = "new version" if result["created"] else \
+            "unchanged" + ("" if result.get("parsed", True) else " (source files identical, not parsed again)")
         counts = ", ".join(f"{k} {v:,}" for k, v in result["row_counts"].items() if v)
         click.echo(f"{result['name']}@{result['version']} ({result['digest'][:12]}, {result['format']}): "
                    f"{state}; {counts}")

@@ -10,16 +10,6 @@ from assay.cli.output import emit_json
 from assay.errors import UsageError
 
 
-def run_drift_flow(dataset: str, metrics: list[dict[str, Any]], **kwargs: Any) -> list[dict[str, Any]]:
-    """Run the flow on the Prefect engine (imported lazily, after Assay's Prefect defaults)."""
-    from assay.flows.engine import configure_prefect_defaults
-
-    configure_prefect_defaults()
-    from assay.flows.drift import quality_drift_flow
-
-    return quality_drift_flow(dataset, metrics, **kwargs)
-
-
 def parse_metric(text: str) -> dict[str, Any]:
     """``sentbleu`` or ``bertscore:layer=9,idf=true`` -> a metric spec dict."""
     from assay.cli.score_commands import _typed
@@ -55,6 +45,8 @@ def drift_command(dataset: str, metrics: tuple[str, ...], alphas: tuple[float, .
     """Robustness to quality drift (BLEURT §5.2): sample a train set skewed to low human ratings
     and a test set skewed to high ones for each skew factor alpha, store both as derived dataset
     versions, and correlate each metric with the humans on the test sets."""
+    from assay.cli.runner import run_drift_flow
+
     rows = run_drift_flow(dataset, [parse_metric(m) for m in metrics], alphas=list(alphas) or None, seed=seed,
                           statistic=statistic, n_resamples=resamples, test_fraction=test_fraction, binning=binning)
     if as_json:

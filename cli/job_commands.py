@@ -23,8 +23,8 @@ def run_command(data_dir: Path | None, report_dir: Path | None, no_system_level:
     """Ingest, score, evaluate, print the leaderboards and write the report."""
     from assay.cli.dataset_commands import print_catalog_table, version_summary
     from assay.cli.eval_commands import print_rows
+    from assay.cli.runner import run_main_job
     from assay.fixtures import fixtures_dir
-    from assay.flows.engine import configure_prefect_defaults
     from assay.ingest import discover
 
     settings = load_settings()
@@ -35,11 +35,7 @@ def run_command(data_dir: Path | None, report_dir: Path | None, no_system_level:
         raise UsageError(f"no dataset found in {data_dir} (see `assay ingest --help` for the formats)")
     report_dir = report_dir or settings.home / "report"
     click.echo(f"assay run: data {data_dir}, home {settings.home}")
-    configure_prefect_defaults()
-    from assay.flows.main_job import main_job_flow
-
-    summary = main_job_flow(str(data_dir), str(report_dir), system_level=not no_system_level,
-                            n_resamples=resamples)
+    summary = run_main_job(str(data_dir), str(report_dir), system_level=not no_system_level, n_resamples=resamples)
 
     from assay.catalog.dataset_versions import list_versions
     from assay.catalog.engine import session_scope

@@ -29,7 +29,9 @@ def cli() -> None:
     """Assay: evaluate text-generation metrics against human judgments.
 
     State lives in ASSAY_HOME (default ~/.assay); ASSAY_CATALOG_URL points the catalog at
-    PostgreSQL for a team; ASSAY_DATA_DIR is where `assay run` finds source datasets.
+    PostgreSQL for a team; ASSAY_DATA_DIR is where `assay run` finds source datasets. Flows run on
+    a local Prefect server that the first command starts in the background (`assay server`), or on
+    the one PREFECT_API_URL names.
     """
 
 
@@ -42,10 +44,11 @@ def _register_commands() -> None:
         job_commands,
         report_commands,
         score_commands,
+        server_commands,
     )
 
     modules = (catalog_commands, dataset_commands, job_commands, score_commands, eval_commands, drift_commands,
-               report_commands)
+               report_commands, server_commands)
     for module in modules:
         module.register(cli)
 

@@ -22,12 +22,9 @@ def report_command(out_dir: Path, main_dataset: str | None, sample_limit: int, s
     """Write a self-contained HTML report (inline SVG charts, no network needed to view it):
     correlations with confidence intervals and clusters, scatter plots, system-level plots, the BLEU
     Neighbors trade-off, quality drift, and the BLEURT/BERTScore reproduction tables."""
-    from assay.flows.engine import configure_prefect_defaults
+    from assay.cli.runner import run_report_flow
 
-    configure_prefect_defaults()
-    from assay.flows.report import report_flow
-
-    path = report_flow(str(out_dir.resolve()), main_dataset=main_dataset, sample_limit=sample_limit, seed=seed)
+    path = run_report_flow(str(out_dir.resolve()), main_dataset=main_dataset, sample_limit=sample_limit, seed=seed)
     if as_json:
         emit_json({"path": path})
     else:

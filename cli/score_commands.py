@@ -12,16 +12,34 @@ from assay.errors import UsageError
 
 
 def metric_spec_from_options(metric: str | None, model: str | None, layer: int | None, idf: bool,
-                             rescale: bool, checkpoint: Path | None, params: tuple[str, ...]) -> dict[str, Any]:
+                             rescale: bool, checkpoint: Path | None, params: tuple[str, ...],
+                             no_cache_undigested: bool = False) -> dict[str, Any]:
+    """The metric spec the options name, checked by building the metric (cheap: no model is
+    loaded), so a bad parameter is one error line before any flow starts. Values are typed here
+    (``-p tau=0.1`` is a float); each metric's constructor checks them and names the accepted ones."""
+    spec = _spec_from_options(metric, model, layer, idf, rescale, checkpoint, params, no_cache_undigested)
+    from assay.metrics.registry import MetricSpec, create_metric
+
+    create_metric(MetricSpec.from_dict(spec))
+    return spec
+
+
+def _spec_from_options(metric: str | None, model: str | None, layer: int | None, idf: bool, rescale: bool,
+                       checkpoint: Path | None, params: tuple[str, ...], no_cache_undigested: bool) -> dict[str, Any]:
     from assay.cli.dataset_commands import parse_options
 
     if checkpoint is not None:
         if metric not in (None, "bleurt"):
             raise UsageError("--checkpoint scores with the BLEURT-style metric; leave out --metric or use bleurt")
-        return {"name": "bleurt", "params": {"checkpoint": str(checkpoint.resolve())}}
+        if no_cache_undigested:
+            raise UsageError("--no-cache-undigested applies to bertscore; a checkpoint is always digested")
+        return {"name": "bleurt", "params": {"checkpoint": str(checkpoint.resolve()),
+                                             **{k: _typed(v) for k, v in parse_options(params).items()}}}
     if metric is None:
         raise UsageError("give --metric NAME or --checkpoint PATH")
     values: dict[str, Any] = {}
+    if no_cache_undigested:
+        values["allow_undigested"] = True
     if model is not None:
         values["model"] = str(Path(model).resolve()) if Path(model).exists() else model
     if layer is not None:
@@ -32,8 +50,8 @@ def metric_spec_from_options(metric: str | None, model: str | None, layer: int |
         values["rescale"] = True
     for key, value in parse_options(params).items():
         values[key] = _typed(value)
-    if values and metric not in ("bertscore", "bleurt", "bleu-neighbors") and (model or layer or idf or rescale):
-        raise UsageError(f"--model/--layer/--idf/--rescale apply to bertscore, not {metric}")
+    if metric != "bertscore" and (model or layer is not None or idf or rescale or no_cache_undigested):
+        raise UsageError(f"--model/--layer/--idf/--rescale/--no-cache-undigested apply to bertscore, not {metric}")
     return {"name": metric, "params": values}
 
 
@@ -53,7 +71,8 @@ def _typed(value: str) -> Any:
 def metric_options(func: Any) -> Any:
     options = [
         click.option("--metric", help="Metric name: sentbleu, bleu, chrf, ter, rouge1, rouge2, rougeL, "
-                     "bertscore, bleurt, bleu-neighbors."),
+                     "bertscore, bleurt, bleu-neighbors, or any metric an installed package registers "
+                     "(entry-point group assay.metrics)."),
         click.option("--model", help="BERTScore encoder: a local folder or a Hugging Face hub id "
                      "(default: the bundled all-MiniLM-L6-v2)."),
         click.option("--layer", type=int, help="BERTScore: encoder layer whose embeddings are matched."),
@@ -62,7 +81,13 @@ def metric_options(func: Any) -> Any:
         click.option("--checkpoint", type=click.Path(path_type=Path, exists=True, file_okay=False),
                      help="Score with a BLEURT-style checkpoint folder."),
         click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
-                     help="Any other metric parameter (repeatable)."),
+                     help="Any other metric parameter (repeatable), e.g. -p tau=0.1 for bleu-neighbors."),
+        click.option("--no-cache-undigested", is_flag=True,
+                     help="BERTScore: score a model whose weights cannot be digested; the scores are "
+                     "printed (--json) but never stored."),
+        click.option("--any-language", is_flag=True,
+                     help="Score every language pair, also those whose target language the metric's model "
+                     "does not cover (the embedded MiniLM covers English only)."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -77,21 +102,40 @@ def metric_options(func: Any) -> Any:
 @click.option("--shard-size", type=int, default=4000, show_default=True, help="Segments per scoring task.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
 def score_command(dataset: str, metric: str | None, model: str | None, layer: int | None, idf: bool,
-                  rescale: bool, checkpoint: Path | None, params: tuple[str, ...], scope: str,
-                  shard_size: int, as_json: bool) -> None:
-    """Score a dataset version with a metric; already-scored segments are never recomputed."""
-    from assay.cli.runner import run_score_flow
+                  rescale: bool, checkpoint: Path | None, params: tuple[str, ...], no_cache_undigested: bool,
+                  any_language: bool, scope: str, shard_size: int, as_json: bool) -> None:
+    """Score a dataset version with a metric; already-scored segments are never recomputed.
 
-    spec = metric_spec_from_options(metric, model, layer, idf, rescale, checkpoint, params)
-    summary = run_score_flow(dataset, spec, scope=scope, shard_size=shard_size, progress=not as_json)
+    The request is planned in this process first: when every segment is cached the answer comes
+    from the plan, without starting the Prefect flow (nothing is computed, so no run is recorded).
+    """
+    from assay import scoring
+    from assay.cli.runner import run_score_flow
+    from assay.metrics.registry import MetricSpec
+
+    spec = metric_spec_from_options(metric, model, layer, idf, rescale, checkpoint, params, no_cache_undigested)
+    plan = scoring.plan_scoring(dataset, MetricSpec.from_dict(spec), scope=scope, shard_size=shard_size,
+                                allow_languages=any_language)
+    if plan.to_compute == 0:
+        summary = scoring.finish_scoring(plan, [])
+    else:
+        # the flow plans again inside its run (its tasks pass the plan along); drop this one's work files
+        scoring.discard(plan)
+        summary = run_score_flow(dataset, spec, scope=scope, shard_size=shard_size, progress=not as_json,
+                                 allow_languages=any_language)
     if as_json:
         emit_json(summary)
         return
     click.echo(f"{summary['dataset']}  {summary['signature']}")
     click.echo(f"  {summary['rows']:,} segments ({summary['unique_segments']:,} unique): "
                f"{summary['cached']:,} cached, {summary['computed']:,} computed")
-    click.echo(f"  scoring {summary['scoring_seconds']:.2f} s; flow {summary['seconds']:.2f} s "
-               f"(excluding process and engine start-up); run {summary['run_id']}")
+    if summary["run_id"] is None:
+        click.echo("  nothing to compute: every segment is cached (no run recorded)")
+    else:
+        click.echo(f"  scoring {summary['scoring_seconds']:.2f} s; flow {summary['seconds']:.2f} s "
+                   f"(excluding process and engine start-up); run {summary['run_id']}")
+    if summary.get("note"):
+        click.echo(f"  note: {summary['note']}")
     for warning in summary["warnings"]:
         click.echo(f"  warning: {warning}")
 
@@ -106,11 +150,15 @@ def scores() -> None:
 @metric_options
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="FILE.csv or FILE.parquet")
 def export_command(dataset: str, metric: str | None, model: str | None, layer: int | None, idf: bool,
-                   rescale: bool, checkpoint: Path | None, params: tuple[str, ...], out: str) -> None:
+                   rescale: bool, checkpoint: Path | None, params: tuple[str, ...], no_cache_undigested: bool,
+                   any_language: bool, out: str) -> None:
     """One row per judged segment: group, system, segment_id, aspect, human, score (+P/R/F), signature."""
     from assay.metrics.registry import MetricSpec, create_metric
     from assay.results.export import scored_segments, write_table
 
+    if no_cache_undigested or any_language:
+        raise UsageError("--no-cache-undigested and --any-language change what `assay score` computes; "
+                         "export reads stored scores only")
     spec = metric_spec_from_options(metric, model, layer, idf, rescale, checkpoint, params)
     metric_obj = create_metric(MetricSpec.from_dict(spec))
     table = scored_segments(dataset, metric_obj)

@@ -1,24 +1,75 @@
-"""Running flows from the CLI with the real Prefect engine.
+"""Which Prefect API the commands' flows talk to, and Prefect's defaults for them.
 
-With no ``PREFECT_API_URL`` configured, Prefect 3 starts a temporary local server for the
-process; a team points ``PREFECT_API_URL`` at ``prefect server start`` instead. The defaults set
-here keep Prefect's state beside Assay's and its console quiet, so a command prints only its own
-results and, on bad input, one clear error.
+Prefect reads its settings once, when it is imported, so :func:`configure_prefect_defaults` runs
+before that. The API is chosen in this order:
+
+1. a configured ``PREFECT_API_URL`` (environment, the active profile in Assay's ``PREFECT_HOME``, or
+   the settings of a Prefect already imported in this process, e.g. a test harness) is used as it
+   is: a team's ``prefect server start`` or Prefect Cloud;
+2. ``ASSAY_PREFECT_SERVER=background`` (the default): the one local server that
+   :mod:`assay.flows.local_server` keeps running in the background, started by the first command
+   that needs it;
+3. ``ASSAY_PREFECT_SERVER=ephemeral``: Prefect's own temporary server inside this process (5-10 s
+   per command; kept to compare with in ``benchmarks/cli_latency.py``).
+
+The other defaults keep Prefect's state beside Assay's and its console quiet, so a command prints
+only its own results and, on bad input, one clear error.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
-from assay.config import load_settings
+from assay.config import Settings, load_settings
+
+
+def configured_api_url(settings: Settings) -> str | None:
+    """The Prefect API URL the user configured, or None: then Assay chooses (see the module doc).
+
+    Read without importing Prefect: the environment, then the active profile of the profiles file
+    Prefect would read (``PREFECT_PROFILES_PATH``, else ``PREFECT_HOME/profiles.toml``). When
+    Prefect is already imported its own settings are the truth, since it will not read them again.
+    """
+    if os.environ.get("PREFECT_API_URL", "").strip():
+        return os.environ["PREFECT_API_URL"].strip()
+    if "prefect" in sys.modules:
+        from prefect.settings import get_current_settings
+
+        url = get_current_settings().api.url
+        return str(url) if url else None
+    home = Path(os.environ.get("PREFECT_HOME") or settings.prefect_home).expanduser()
+    profiles = Path(os.environ.get("PREFECT_PROFILES_PATH") or home / "profiles.toml").expanduser()
+    if not profiles.is_file():
+        return None
+    import tomllib
+
+    try:
+        data = tomllib.loads(profiles.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    active = os.environ.get("PREFECT_PROFILE") or data.get("active") or "ephemeral"
+    url = data.get("profiles", {}).get(active, {}).get("PREFECT_API_URL")
+    return str(url) if url else None
 
 
 def configure_prefect_defaults() -> None:
-    """Set Prefect settings that the user has not set; call before importing prefect."""
+    """Choose the Prefect API (see the module doc) and set the Prefect settings the user has not
+    set; call before importing prefect. Starts the background server when it is the choice and
+    none is running (the first such command says so on stderr)."""
     settings = load_settings()
+    os.environ.setdefault("PREFECT_HOME", str(settings.prefect_home))
+    # Prefect creates its home without parents; a fresh ASSAY_HOME may not exist yet
+    Path(os.environ["PREFECT_HOME"]).expanduser().mkdir(parents=True, exist_ok=True)
+    # once Prefect is imported it has read its settings for good: too late to point it anywhere
+    if configured_api_url(settings) is None and settings.prefect_server == "background" \
+            and "prefect" not in sys.modules:
+        from assay.flows.local_server import ensure_server
+
+        state, _ = ensure_server(settings)
+        os.environ["PREFECT_API_URL"] = state.url
     defaults = {
-        "PREFECT_HOME": str(settings.home / "prefect"),
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "PREFECT_LOGGING_LEVEL": "CRITICAL",
         "PREFECT_LOGGING_TO_API_ENABLED": "false",
@@ -26,5 +77,3 @@ def configure_prefect_defaults() -> None:
     }
     for key, value in defaults.items():
         os.environ.setdefault(key, value)
-    # Prefect creates its home without parents; a fresh ASSAY_HOME may not exist yet
-    Path(os.environ["PREFECT_HOME"]).expanduser().mkdir(parents=True, exist_ok=True)

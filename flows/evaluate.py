@@ -7,18 +7,19 @@ from typing import Any
 
 from prefect import flow, task
 
+from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED
 from assay.evaluation import evaluate
 
 
 @task(name="evaluate-level", task_run_name="evaluate {dataset} {level}")
 def evaluate_task(dataset: str, level: str, metrics: list[str] | None, statistics: list[str] | None,
-                  seed: int, n_resamples: int, protocol: str | None) -> dict[str, Any]:
+                  seed: int, n_resamples: int, protocol: str | None, exclude_groups: list[str]) -> dict[str, Any]:
     return evaluate(dataset, level=level, metrics=metrics, statistics=statistics, seed=seed,
-                    n_resamples=n_resamples, protocol=protocol)
+                    n_resamples=n_resamples, protocol=protocol, exclude_groups=exclude_groups)
 
 
 @flow(name="evaluate")
 def evaluate_flow(dataset: str, level: str = "seg", metrics: list[str] | None = None,
-                  statistics: list[str] | None = None, seed: int = 12345, n_resamples: int = 1000,
-                  protocol: str | None = None) -> dict[str, Any]:
-    return evaluate_task(dataset, level, metrics, statistics, seed, n_resamples, protocol)
+                  statistics: list[str] | None = None, seed: int = DEFAULT_SEED, n_resamples: int = DEFAULT_RESAMPLES,
+                  protocol: str | None = None, exclude_groups: list[str] | None = None) -> dict[str, Any]:
+    return evaluate_task(dataset, level, metrics, statistics, seed, n_resamples, protocol, list(exclude_groups or []))

@@ -1,7 +1,9 @@
 """The ``ingest`` flow: one task per dataset; each task parses, stores and records its version.
 
 Tasks pass paths and digests only. Parsing and storage live in :mod:`assay.ingest`, so this
-module is orchestration alone.
+module is orchestration alone. An unchanged source is a no-op inside the task too (it is not parsed
+again); the CLI asks :func:`assay.ingest.find_unchanged` first and starts this flow only for paths
+that need work.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ def ingest_dataset(
     format_name: str | None = None,
     name: str | None = None,
     options: dict[str, str] | None = None,
+    reparse: bool = False,
 ) -> dict[str, Any]:
-    return ingest_path(path, format_name=format_name, name=name, options=options).as_dict()
+    return ingest_path(path, format_name=format_name, name=name, options=options, reparse=reparse).as_dict()
 
 
 @flow(name="ingest", log_prints=False)
@@ -29,12 +32,14 @@ def ingest_flow(
     format_name: str | None = None,
     name: str | None = None,
     options: dict[str, str] | None = None,
+    reparse: bool = False,
 ) -> list[dict[str, Any]]:
     """Ingest each path in turn; the first defective input stops the flow with its error.
 
     Datasets are ingested one after another: each is small, and SQLite allows one writer.
+    ``reparse``: parse even unchanged sources (after an upgrade of Assay's parsers).
     """
-    return [ingest_dataset(path, format_name, name, options) for path in paths]
+    return [ingest_dataset(path, format_name, name, options, reparse) for path in paths]
 
 
 @task(name="discover-datasets")

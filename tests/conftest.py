@@ -48,15 +48,43 @@ def isolated_assay_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
 
 @pytest.fixture(scope="session")
 def prefect_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """The real Prefect engine on a temporary local server, one per test session."""
+    """The real Prefect engine on a temporary local server, one per test session.
+
+    The harness's API URL is also exported as ``PREFECT_API_URL``: Assay respects a configured URL,
+    so commands run in these tests use the harness and never start the background server of
+    :mod:`assay.flows.local_server` (which ``tests/test_local_server.py`` tests on its own).
+    """
     os.environ.setdefault("PREFECT_HOME", str(tmp_path_factory.mktemp("prefect_home")))
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_LOGGING_TO_API_ENABLED", "false")
+    from prefect.settings import PREFECT_API_URL
     from prefect.testing.utilities import prefect_test_harness
 
     with prefect_test_harness(server_startup_timeout=180):
-        yield
+        before = os.environ.get("PREFECT_API_URL")
+        os.environ["PREFECT_API_URL"] = str(PREFECT_API_URL.value())
+        try:
+            yield
+        finally:
+            if before is None:
+                os.environ.pop("PREFECT_API_URL", None)
+            else:
+                os.environ["PREFECT_API_URL"] = before
 
+
+@pytest.fixture(scope="session", autouse=True)
+def no_background_prefect_servers_left(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A safety net: stop any background Prefect server that a test started in its ASSAY_HOME and
+    did not stop (tests that start one stop it themselves; this catches a command that started
+    one unexpectedly, so no server outlives the test session)."""
+    yield
+    from dataclasses import replace
+
+    from assay.config import load_settings
+    from assay.flows.local_server import STATE_FILE, stop_server
+
+    for state in tmp_path_factory.getbasetemp().glob(f"**/server/{STATE_FILE}"):
+        stop_server(replace(load_settings(), home=state.parent.parent))
 
 
 # PostgreSQL: a fresh database per test on the server at 127.0.0.1:5432 (trust authentication),

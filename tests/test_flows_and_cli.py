@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -114,7 +115,9 @@ def test_help_on_every_command() -> None:
     group = cli()
     for args in (["--help"], ["run", "--help"], ["ingest", "--help"], ["datasets", "--help"],
                  ["datasets", "list", "--help"], ["datasets", "show", "--help"], ["sql", "--help"],
-                 ["db", "--help"], ["db", "upgrade", "--help"], ["db", "downgrade", "--help"]):
+                 ["db", "--help"], ["db", "upgrade", "--help"], ["db", "downgrade", "--help"],
+                 ["server", "--help"], ["server", "start", "--help"], ["server", "stop", "--help"],
+                 ["server", "status", "--help"]):
         result = runner.invoke(group, args)
         assert result.exit_code == 0 and "Usage:" in result.output, args
 
@@ -127,31 +130,106 @@ def _run_assay(args: list[str], home: Path, **env: str) -> subprocess.CompletedP
                           timeout=600, cwd=REPO)
 
 
-@pytest.mark.slow
-def test_assay_run_end_to_end_in_a_fresh_home(tmp_path: Path) -> None:
-    """The README's main job as a newcomer runs it: empty ASSAY_HOME, bundled demo data."""
+@pytest.fixture
+def fresh_home(tmp_path: Path) -> Iterator[Path]:
+    """An empty ASSAY_HOME for commands run as a newcomer runs them (with the default background
+    Prefect server, which the first flow starts); the server is stopped afterwards."""
     home = tmp_path / "home"
-    done = _run_assay(["run"], home)
+    try:
+        yield home
+    finally:
+        _run_assay(["server", "stop"], home)
+
+
+@pytest.mark.slow
+def test_assay_run_end_to_end_in_a_fresh_home(fresh_home: Path) -> None:
+    """The README's main job as a newcomer runs it: empty ASSAY_HOME, bundled demo data."""
+    done = _run_assay(["run"], fresh_home)
     assert done.returncode == 0, done.stderr
     assert "wmt99@1" in done.stdout and "demo-captions@1" in done.stdout
-    assert (home / "catalog.sqlite").exists()
+    assert (fresh_home / "catalog.sqlite").exists()
+    assert "starting a local Prefect server" in done.stderr  # said once, on the first start
 
-    listed = _run_assay(["datasets", "list", "--json"], home)
+    listed = _run_assay(["datasets", "list", "--json"], fresh_home)
     assert {row["name"] for row in json.loads(listed.stdout)} == {"wmt99", "demo-captions"}
 
 
 @pytest.mark.slow
-def test_bad_input_exits_non_zero_with_one_clear_error(tmp_path: Path) -> None:
+def test_bad_input_exits_non_zero_with_one_clear_error(tmp_path: Path, fresh_home: Path) -> None:
     bad = tmp_path / "demo-wmt"
     shutil.copytree(DEMO_WMT, bad)
     seg = bad / "DA-seglevel.csv"
     seg.write_text(seg.read_text().replace("0.620", "oops", 1))
-    done = _run_assay(["ingest", str(bad)], tmp_path / "home")
+    done = _run_assay(["ingest", str(bad)], fresh_home)
     assert done.returncode == 2
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    # the first flow in a fresh home also says, once, that it starts the background server
+    lines = [line for line in done.stderr.splitlines()
+             if line.strip() and not line.startswith("assay: starting a local Prefect server")]
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("error: ") and f"{seg}:2" in lines[0]
-    assert not (tmp_path / "home" / "datasets").exists() or not any((tmp_path / "home" / "datasets").iterdir())
+    datasets = fresh_home / "datasets"
+    assert not datasets.exists() or not any(datasets.iterdir())
+
+
+def test_cli_ingest_of_an_unchanged_source_starts_no_flow(monkeypatch: pytest.MonkeyPatch) -> None:
+    from assay.cli import runner
+    from assay.ingest import ingest_path
+
+    first = ingest_path(DEMO_WMT)
+
+    def no_flow(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("a flow was started for an unchanged source")
+
+    monkeypatch.setattr(runner, "run_ingest_flow", no_flow)
+    result = CliRunner().invoke(cli(), ["ingest", str(DEMO_WMT), "--json"])
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.stdout)
+    assert answer["created"] is False and answer["parsed"] is False and answer["digest"] == first.digest
+    shown = CliRunner().invoke(cli(), ["ingest", str(DEMO_WMT)])
+    assert "unchanged" in shown.stdout and "not parsed again" in shown.stdout
+
+
+def test_cli_score_with_everything_cached_starts_no_flow(monkeypatch: pytest.MonkeyPatch) -> None:
+    from assay.cli import runner
+    from assay.ingest import ingest_path
+    from assay.metrics.registry import MetricSpec
+    from assay.scoring import score_dataset
+
+    ingest_path(DEMO_WMT)
+    scored = score_dataset("wmt99", MetricSpec.from_dict({"name": "chrf", "params": {}}))
+
+    def no_flow(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("a flow was started with nothing to compute")
+
+    monkeypatch.setattr(runner, "run_score_flow", no_flow)
+    result = CliRunner().invoke(cli(), ["score", "--dataset", "wmt99", "--metric", "chrf", "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["computed"] == 0 and summary["cached"] == scored["computed"] and summary["run_id"] is None
+    assert summary["signature"] == scored["signature"]
+    shown = CliRunner().invoke(cli(), ["score", "--dataset", "wmt99", "--metric", "chrf"])
+    assert shown.exit_code == 0 and scored["signature"] in shown.stdout and "nothing to compute" in shown.stdout
+
+
+IMPORTS = """
+import json, sys
+from assay.cli.main import cli
+try:
+    cli(sys.argv[1:], prog_name="assay", standalone_mode=False)
+except BaseException:
+    pass
+print(json.dumps(sorted(m for m in ("prefect", "torch", "transformers") if m in sys.modules)))
+"""
+
+
+def _heavy_imports(*args: str) -> list[str]:
+    done = subprocess.run([sys.executable, "-c", IMPORTS, *args], capture_output=True, text=True, timeout=120,
+                          check=True, cwd=REPO)
+    return list(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def test_help_imports_nothing_heavy() -> None:
+    assert _heavy_imports("--help") == []
 
 
 def test_import_platform_from_repo_root_is_the_standard_library() -> None:
@@ -208,3 +286,9 @@ def test_cli_score_evaluate_leaderboard(prefect_engine: None, tmp_path: Path) ->
     assert result.exit_code == 0 and result.stdout.splitlines()[0].startswith("rank,cluster,")
     result = runner.invoke(group, ["leaderboard", "--dataset", "wmt99"])
     assert result.exit_code == 0 and "sentbleu" in result.stdout
+    # with rows to rank, the leaderboard still needs neither the orchestrator nor a model
+    assert _heavy_imports("leaderboard", "--dataset", "wmt99", "--json") == []
+    # the flows ran on the test harness (its URL is configured), not on a background server
+    from assay.config import load_settings
+
+    assert not (load_settings().server_dir / "state.json").exists()

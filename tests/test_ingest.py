@@ -10,11 +10,11 @@ import pytest
 from sqlalchemy import func, select
 
 from assay.catalog.engine import session_scope
-from assay.catalog.models import Dataset, DatasetVersion, System
+from assay.catalog.models import Dataset, DatasetVersion, Run, System
 from assay.config import load_settings
 from assay.errors import AssayError, InputError, UsageError
 from assay.fixtures import fixtures_dir
-from assay.ingest import discover, ingest_path
+from assay.ingest import discover, find_unchanged, ingest_path
 
 DEMO_WMT = fixtures_dir() / "demo-wmt"
 
@@ -188,3 +188,87 @@ def test_catalog_on_postgresql(postgres_url: str, monkeypatch: pytest.MonkeyPatc
     again = ingest_path(DEMO_WMT)
     assert first.created and not again.created and again.number == first.number
     reset_engines()
+
+
+# --- the fast no-op: an unchanged source is answered without parsing ----------------------------
+
+
+def _parse_must_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    import assay.ingest
+
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("the source was parsed again")
+
+    monkeypatch.setattr(assay.ingest.formats, "parse", refuse)
+
+
+def _runs(kind: str) -> list[Run]:
+    with session_scope(load_settings()) as session:
+        runs = list(session.scalars(select(Run).where(Run.kind == kind)))
+        session.expunge_all()
+    return runs
+
+
+def test_unchanged_source_is_a_noop_without_parsing(demo_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = ingest_path(demo_copy)
+    before = store_snapshot()
+    _parse_must_not_run(monkeypatch)
+    again = ingest_path(demo_copy)
+    assert not again.created and not again.parsed and again.run_id is None
+    assert (again.name, again.number, again.digest, again.format) == (first.name, first.number, first.digest,
+                                                                      first.format)
+    assert again.row_counts == first.row_counts and again.warnings == first.warnings
+    assert find_unchanged(demo_copy) == again
+    assert store_snapshot() == before
+
+
+def test_the_ingest_run_is_recorded_once(demo_copy: Path) -> None:
+    """Only the ingest that creates a version records a run; a no-op records nothing (by design)."""
+    first = ingest_path(demo_copy)
+    ingest_path(demo_copy)
+    runs = _runs("ingest")
+    assert [r.id for r in runs] == [first.run_id]
+    run = runs[0]
+    assert run.status == "completed" and run.inputs["dataset_digest"] == first.digest
+    settings = load_settings()
+    with session_scope(settings) as session:
+        version = session.scalars(select(DatasetVersion).where(DatasetVersion.digest == first.digest)).one()
+        recorded = {f["path"]: f["sha256"] for f in version.source_files}
+    assert {f["path"]: f["sha256"] for f in run.inputs["source_files"]} == recorded
+
+
+@pytest.mark.parametrize("change", ["edit a file it read", "add a file", "other options", "other name"])
+def test_a_changed_source_is_parsed_again(demo_copy: Path, change: str) -> None:
+    first = ingest_path(demo_copy)
+    kwargs: dict[str, object] = {}
+    if change == "edit a file it read":
+        seg = demo_copy / "DA-seglevel.csv"
+        seg.write_text(seg.read_text().replace("0.620", "0.625", 1))
+    elif change == "add a file":
+        (demo_copy / "NOTES.txt").write_text("a file the parser may or may not read\n")
+    elif change == "other options":
+        kwargs["options"] = {"unused": "x"}
+    else:
+        kwargs["name"] = "wmt99-copy"
+    assert find_unchanged(demo_copy, **kwargs) is None  # type: ignore[arg-type]
+    result = ingest_path(demo_copy, **kwargs)  # type: ignore[arg-type]
+    assert result.parsed
+    assert result.created == (change in ("edit a file it read", "other name"))
+    if change == "add a file":
+        assert result.digest == first.digest and result.number == first.number
+        # identical content is a no-op, and a no-op records nothing: the next ingest parses again
+        assert find_unchanged(demo_copy) is None
+
+
+def test_reparse_parses_an_unchanged_source(demo_copy: Path) -> None:
+    first = ingest_path(demo_copy)
+    again = ingest_path(demo_copy, reparse=True)
+    assert again.parsed and not again.created and again.digest == first.digest
+
+
+def test_a_single_file_source_is_a_noop_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    captions = fixtures_dir() / "demo-captions.tsv"
+    first = ingest_path(captions)
+    _parse_must_not_run(monkeypatch)
+    again = ingest_path(captions)
+    assert not again.parsed and again.number == first.number and again.digest == first.digest

@@ -24,9 +24,8 @@ from __future__ import annotations
 
 import hashlib
 import time
-import uuid
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -34,27 +33,34 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from scipy import stats as sps
 
 from assay.catalog.dataset_versions import resolve
 from assay.catalog.engine import session_scope
-from assay.catalog.models import ResultFile, Run
-from assay.config import Settings, load_settings
+from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED, Settings, load_settings
 from assay.datasets import store
 from assay.errors import UsageError
 from assay.metrics.registry import metric_class
 from assay.provenance import code_version
 from assay.results import correlations, segment_scores
+from assay.runs import RecordedFile, RunRecorder, new_run_id
 from assay.stats import (
     acc_23,
     assign_clusters,
     kendall_like_from_pairs,
     metric_ties_for_wmt_year,
     permutation_test,
-    tau_23,
     tie_calibration,
     williams_test,
 )
+from assay.stats.bootstrap import paired_bootstrap_p_value, percentile_interval, resample_indices
+from assay.stats.resampled import (
+    resample_counts,
+    resampled_pair_share,
+    resampled_statistic,
+    rowwise,
+    scalar_statistic,
+)
+from assay.stats.system_level import resampled_corpus_scores, resampled_system_scores, system_scores
 
 SEG_STATS = ("pearson", "spearman", "kendall", "kendall_c", "kendall_like", "tau23", "acc23", "acc_t")
 SYS_STATS = ("pearson", "spearman", "kendall", "pairwise_accuracy")
@@ -68,56 +74,24 @@ class ScoredMetric:
     signature: str
 
 
-def _kendall_b(x: np.ndarray, y: np.ndarray) -> float:
-    return float(sps.kendalltau(x, y).statistic)
+def _replicates(statistic: str, human: np.ndarray, metric: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """Every bootstrap replicate of ``statistic``, vectorised (:mod:`assay.stats.resampled`).
+
+    Tie-calibrated accuracy (acc-t, Deutsch et al. 2023) keeps the tie threshold calibrated on the
+    full sample: recalibrating per replicate costs a threshold search each time and would widen
+    the interval by the calibration's own variance, which the point estimate does not carry either.
+    """
+    if statistic == "acc_t":
+        epsilon = tie_calibration(human, metric, statistic="acc_23").epsilon if len(human) > 1 else 0.0
+        return resampled_statistic("acc23", human, metric, index, epsilon=epsilon,
+                                   scalar=lambda x, y: float(acc_23(x, y, epsilon=epsilon).value))
+    return resampled_statistic(statistic, human, metric, index, scalar=scalar_statistic(statistic))
 
 
-def _kendall_c(x: np.ndarray, y: np.ndarray) -> float:
-    return float(sps.kendalltau(x, y, variant="c").statistic)
-
-
-def _pearson(x: np.ndarray, y: np.ndarray) -> float:
-    return float(np.corrcoef(x, y)[0, 1])
-
-
-def _spearman(x: np.ndarray, y: np.ndarray) -> float:
-    return float(sps.spearmanr(x, y).statistic)
-
-
-def _pairwise_accuracy(human: np.ndarray, metric: np.ndarray) -> float:
-    i, j = np.triu_indices(len(human), k=1)
-    agree = np.sign(human[i] - human[j]) == np.sign(metric[i] - metric[j])
-    return float(np.mean(agree)) if len(i) else float("nan")
-
-
-def _tau_23(x: np.ndarray, y: np.ndarray) -> float:
-    return float(tau_23(x, y).value)
-
-
-def _acc_23(x: np.ndarray, y: np.ndarray) -> float:
-    return float(acc_23(x, y).value)
-
-
-def _acc_t(x: np.ndarray, y: np.ndarray) -> float:
-    return float(tie_calibration(x, y, statistic="acc_23").value)
-
-
-CORRELATION_FUNCTIONS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
-    "pearson": _pearson, "spearman": _spearman, "kendall": _kendall_b, "kendall_c": _kendall_c,
-    "pairwise_accuracy": _pairwise_accuracy, "tau23": _tau_23, "acc23": _acc_23, "acc_t": _acc_t,
-}
-
-
-def _replicate_function(statistic: str, human: np.ndarray, metric: np.ndarray
-                        ) -> Callable[[np.ndarray, np.ndarray], float]:
-    """What each bootstrap replicate computes. Tie-calibrated accuracy (acc-t, Deutsch et al. 2023)
-    keeps the tie threshold calibrated on the full sample: recalibrating per replicate costs a
-    threshold search each time (about 60 ms for 560 segments) and would widen the interval by the
-    calibration's own variance, which the point estimate does not carry either."""
-    if statistic != "acc_t":
-        return CORRELATION_FUNCTIONS[statistic]
-    epsilon = tie_calibration(human, metric, statistic="acc_23").epsilon if len(human) > 1 else 0.0
-    return lambda x, y: float(acc_23(x, y, epsilon=epsilon).value)
+def _point(statistic: str, human: np.ndarray, metric: np.ndarray) -> float:
+    if statistic == "acc_t":
+        return float(tie_calibration(human, metric, statistic="acc_23").value)
+    return scalar_statistic(statistic)(human, metric)
 
 
 def digest_of(values: Sequence[str]) -> str:
@@ -155,7 +129,8 @@ def _protocol(info: dict[str, Any], protocol: str | None) -> tuple[str, str]:
 
 
 class _Resampler:
-    """Bootstrap resample indices shared by every metric of a group, so replicates are paired."""
+    """Bootstrap resample indices shared by every metric of a group, so replicates are paired
+    (:func:`assay.stats.bootstrap.resample_indices`, one stream per group)."""
 
     def __init__(self, seed: int, n_resamples: int) -> None:
         self.seed, self.n_resamples = seed, n_resamples
@@ -164,38 +139,17 @@ class _Resampler:
     def indices(self, group_key: str, size: int) -> np.ndarray:
         key = (group_key, size)
         if key not in self._cache:
-            salt = int(hashlib.sha256(group_key.encode()).hexdigest()[:8], 16)
-            rng = np.random.default_rng([self.seed, salt])
-            self._cache[key] = rng.integers(0, size, size=(self.n_resamples, size))
+            self._cache[key] = resample_indices(self.seed, group_key, self.n_resamples, size)
         return self._cache[key]
 
 
-def _replicates(function: Callable[[np.ndarray, np.ndarray], float], human: np.ndarray, metric: np.ndarray,
-                index: np.ndarray) -> np.ndarray:
-    if function is _pearson:  # vectorised: the common case
-        h, m = human[index], metric[index]
-        h = h - h.mean(axis=1, keepdims=True)
-        m = m - m.mean(axis=1, keepdims=True)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return (h * m).sum(axis=1) / np.sqrt((h * h).sum(axis=1) * (m * m).sum(axis=1))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return np.array([function(human[row], metric[row]) for row in index])
+def _array(values: np.ndarray | None) -> np.ndarray:
+    return np.empty(0) if values is None else values
 
 
 def _ci(replicates: np.ndarray) -> tuple[float | None, float | None]:
-    valid = replicates[~np.isnan(replicates)]
-    if not valid.size:
-        return None, None
-    low, high = np.percentile(valid, [2.5, 97.5])
-    return float(low), float(high)
-
-
-def _paired_bootstrap_p(better: np.ndarray, worse: np.ndarray) -> float:
-    """One-sided: the share of resamples in which the better metric is not better."""
-    diff = better - worse
-    diff = diff[~np.isnan(diff)]
-    return float(np.mean(diff <= 0)) if diff.size else 1.0
+    low, high = percentile_interval(replicates)
+    return (None, None) if np.isnan(low) else (low, high)
 
 
 @dataclass
@@ -213,6 +167,8 @@ class _Cell:
     item_set: str
     human: np.ndarray | None = None
     metric_values: np.ndarray | None = None
+    systems: list[str] | None = None
+    """System level: the system of each entry of ``human``/``metric_values`` (the stored points)."""
 
 
 def evaluate(
@@ -221,10 +177,11 @@ def evaluate(
     level: str = "seg",
     metrics: Sequence[str] | None = None,
     statistics: Sequence[str] | None = None,
-    seed: int = 12345,
-    n_resamples: int = 1000,
+    seed: int = DEFAULT_SEED,
+    n_resamples: int = DEFAULT_RESAMPLES,
     alpha: float = 0.05,
     protocol: str | None = None,
+    exclude_groups: Sequence[str] = (),
     settings: Settings | None = None,
 ) -> dict[str, Any]:
     """Evaluate the metrics scored on a dataset version; writes correlations and significance
@@ -245,10 +202,12 @@ def evaluate(
     protocol_name, metric_ties = _protocol(info, protocol)
     candidates = wanted_signatures(scored_signatures(settings), metrics)
     resampler = _Resampler(seed, n_resamples)
+    excluded = frozenset(exclude_groups)
     if level == "seg":
-        cells, skipped = _segment_cells(settings, store_path, candidates, statistics, metric_ties, resampler)
+        cells, skipped = _segment_cells(settings, store_path, candidates, statistics, metric_ties, resampler,
+                                        excluded)
     else:
-        cells, skipped = _system_cells(settings, store_path, candidates, statistics, resampler)
+        cells, skipped = _system_cells(settings, store_path, candidates, statistics, resampler, excluded)
     if not cells:
         hint = ("score it first, e.g. `assay score --dataset " + dataset + " --metric sentbleu`" if level == "seg"
                 else "system level needs full test-set scores: `assay score --dataset " + dataset
@@ -257,7 +216,7 @@ def evaluate(
                          + (f" (incomplete: {', '.join(skipped)})" if skipped else ""))
     cells += _group_means(cells)
     significance = _significance(cells, level, seed, n_resamples)
-    run_id = uuid.uuid4().hex
+    run_id = new_run_id()
     now = datetime.now(UTC)
     rows = _ranked_rows(cells, significance, alpha)
     records = [{
@@ -271,35 +230,33 @@ def evaluate(
     sig_records = [{"run_id": run_id, "dataset": name, "dataset_version": number, "level": level, "group": g,
                     "aspect": a, "statistic": s, "better": b, "worse": w, "p_value": p, "test": t}
                    for (g, a, s, b, w), (p, t) in significance.items()]
-    files = [
-        correlations.write_part(settings, correlations.CORRELATIONS_ROOT, name, run_id,
-                                pa.Table.from_pylist(records, schema=correlations.CORRELATIONS),
-                                correlations.CORRELATIONS),
-        correlations.write_part(settings, correlations.SIGNIFICANCE_ROOT, name, run_id,
-                                pa.Table.from_pylist(sig_records, schema=correlations.SIGNIFICANCE),
-                                correlations.SIGNIFICANCE),
-    ]
-    finished = time.time()
-    with session_scope(settings) as session:
-        session.add(Run(
-            id=run_id, kind="evaluate", status="completed", code_version=code_version(),
-            inputs={"dataset": name, "version": number, "dataset_digest": digest,
-                    "signatures": sorted({c.scored.signature for c in cells})},
-            parameters={"level": level, "statistics": statistics, "seed": seed, "n_resamples": n_resamples,
-                        "alpha": alpha, "protocol": protocol_name, "metrics": list(metrics or [])},
-            summary={"rows": len(records), "skipped": skipped, "files": [str(f) for f in files]},
-            started_at=datetime.fromtimestamp(started, UTC), finished_at=datetime.fromtimestamp(finished, UTC),
-            duration_s=finished - started,
-        ))
-        session.flush()
-        for path in files:
-            table = pq.read_table(settings.home / path)
-            session.add(ResultFile(run_id=run_id, kind=path.parts[1], path=str(path),
-                                   sha256=hashlib.sha256((settings.home / path).read_bytes()).hexdigest(),
-                                   rows=table.num_rows))
+    point_records = [{"run_id": run_id, "dataset": name, "dataset_version": number, "level": level,
+                      "group": c.group, "aspect": c.aspect, "metric": c.scored.metric, "signature": c.scored.signature,
+                      "system": system, "human": float(h), "metric_score": float(m)}
+                     for c in cells if c.systems is not None and c.statistic == statistics[0]
+                     for system, h, m in zip(c.systems, _array(c.human), _array(c.metric_values), strict=True)]
+    tables: list[tuple[str, pa.Schema, list[dict[str, Any]]]] = [
+              (correlations.CORRELATIONS_ROOT, correlations.CORRELATIONS, records),
+              (correlations.SIGNIFICANCE_ROOT, correlations.SIGNIFICANCE, sig_records),
+              (correlations.SYSTEM_POINTS_ROOT, correlations.SYSTEM_POINTS, point_records)]
+    files = []
+    for root, schema, table_rows in tables:
+        if table_rows or root != correlations.SYSTEM_POINTS_ROOT:
+            table = pa.Table.from_pylist(table_rows, schema=schema)
+            path = correlations.write_part(settings, root, name, run_id, table, schema)
+            files.append(RecordedFile.of(settings, path, path.parts[1], len(table_rows)))
+    recorder = RunRecorder(
+        settings, "evaluate",
+        inputs={"dataset": name, "version": number, "dataset_digest": digest,
+                "signatures": sorted({c.scored.signature for c in cells})},
+        parameters={"level": level, "statistics": statistics, "seed": seed, "n_resamples": n_resamples,
+                    "alpha": alpha, "protocol": protocol_name, "exclude_groups": sorted(excluded),
+                    "metrics": list(metrics or [])},
+        run_id=run_id, started=started)
+    seconds = recorder.record({"rows": len(records), "skipped": skipped, "files": [f.path for f in files]}, files)
     public = [{k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in r.items()} for r in records]
     return {"run_id": run_id, "dataset": f"{name}@{number}", "level": level, "protocol": protocol_name,
-            "rows": public, "skipped": skipped, "seconds": finished - started}
+            "rows": public, "skipped": skipped, "seconds": seconds}
 
 
 def score_lookup(settings: Settings, scored: ScoredMetric, keys: set[str]) -> dict[str, tuple[float | None, Any]]:
@@ -308,10 +265,20 @@ def score_lookup(settings: Settings, scored: ScoredMetric, keys: set[str]) -> di
                                            table.column("stats").to_pylist(), strict=True)}
 
 
+def _table(settings: Settings, store_path: str, name: str, excluded: frozenset[str]) -> pa.Table:
+    """A stored table without the groups the request leaves out (e.g. language pairs a model-based
+    metric does not cover, so every metric is evaluated on the same items)."""
+    table = store.read_table(settings, store_path, name)
+    if not excluded or table.num_rows == 0:
+        return table
+    keep = [g not in excluded for g in table.column("group").to_pylist()]
+    return table.filter(pa.array(keep, pa.bool_()))
+
+
 def _segment_cells(settings: Settings, store_path: str, candidates: list[ScoredMetric], statistics: list[str],
-                   metric_ties: str, resampler: _Resampler) -> tuple[list[_Cell], list[str]]:
-    segments = store.read_table(settings, store_path, "segments")
-    darr = (_darr_cells(settings, store_path, candidates, metric_ties, resampler)
+                   metric_ties: str, resampler: _Resampler, excluded: frozenset[str]) -> tuple[list[_Cell], list[str]]:
+    segments = _table(settings, store_path, "segments", excluded)
+    darr = (_darr_cells(settings, store_path, candidates, metric_ties, resampler, excluded)
             if "kendall_like" in statistics else [])
     if segments.num_rows == 0:
         return darr, []  # e.g. WMT18: relative rankings only
@@ -327,7 +294,7 @@ def _segment_cells(settings: Settings, store_path: str, candidates: list[ScoredM
     skipped: list[str] = []
     key_set = set(keys)
     for scored in candidates:
-        if metric_class(scored.metric).stats_columns:
+        if metric_class(scored.metric).has_sufficient_statistics:
             continue  # a corpus-level metric (BLEU): its segment scores are another metric's (sentbleu)
         lookup = score_lookup(settings, scored, key_set)
         if not key_set <= lookup.keys():
@@ -342,11 +309,10 @@ def _segment_cells(settings: Settings, store_path: str, candidates: list[ScoredM
             for statistic in statistics:
                 if statistic == "kendall_like":
                     continue  # from DARR pairs below
-                function = CORRELATION_FUNCTIONS[statistic]
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    value = function(human[ok], scores[ok]) if len(ok) > 1 else float("nan")
-                replicates = _replicates(_replicate_function(statistic, human[ok], scores[ok]), human[ok], scores[ok],
+                    value = _point(statistic, human[ok], scores[ok]) if len(ok) > 1 else float("nan")
+                replicates = _replicates(statistic, human[ok], scores[ok],
                                          resampler.indices(f"seg/{group}/{aspect}", len(ok)))
                 cells.append(_Cell(group, aspect, statistic, scored, None if np.isnan(value) else value, replicates,
                                    len(ok), len(idx) - len(ok), item_set, human[ok], scores[ok]))
@@ -354,12 +320,12 @@ def _segment_cells(settings: Settings, store_path: str, candidates: list[ScoredM
 
 
 def _darr_cells(settings: Settings, store_path: str, candidates: list[ScoredMetric], metric_ties: str,
-                resampler: _Resampler) -> list[_Cell]:
+                resampler: _Resampler, excluded: frozenset[str]) -> list[_Cell]:
     """WMT DARR Kendall-like from relative-ranking pairs over full test-set outputs."""
-    rankings = store.read_table(settings, store_path, "rankings").to_pylist()
+    rankings = _table(settings, store_path, "rankings", excluded).to_pylist()
     if not rankings:
         return []
-    outputs = store.read_table(settings, store_path, "outputs").to_pylist()
+    outputs = _table(settings, store_path, "outputs", excluded).to_pylist()
     key_of = {(o["group"], o["system"], o["segment_id"]): segment_scores.segment_key(o["source"], o["references"],
                                                                                        o["candidate"])
               for o in outputs}
@@ -369,7 +335,7 @@ def _darr_cells(settings: Settings, store_path: str, candidates: list[ScoredMetr
     cells = []
     keys: set[str] = {k for _, b, w in pairs_found for k in (b, w)}
     for scored in candidates:
-        if metric_class(scored.metric).stats_columns:
+        if metric_class(scored.metric).has_sufficient_statistics:
             continue  # corpus-level metric: not a segment-level metric
         lookup = score_lookup(settings, scored, keys)
         if not keys <= lookup.keys():
@@ -382,17 +348,16 @@ def _darr_cells(settings: Settings, store_path: str, candidates: list[ScoredMetr
             w = np.array([v[1] for v in values], dtype=np.float64)
             result = kendall_like_from_pairs(b, w, metric_ties=metric_ties)  # type: ignore[arg-type]
             index = resampler.indices(f"darr/{group}", len(b))
-            replicates = np.array([kendall_like_from_pairs(b[r], w[r], metric_ties=metric_ties).value  # type: ignore[arg-type]
-                                   for r in index])
+            replicates = resampled_pair_share(b, w, index, ties_are_discordant=metric_ties == "discordant")
             cells.append(_Cell(group, "darr", "kendall_like", scored, result.value, replicates, len(b), 0,
                                digest_of([f"{x}>{y}" for g, x, y in pairs_found if g == group])))
     return cells
 
 
 def _system_cells(settings: Settings, store_path: str, candidates: list[ScoredMetric], statistics: list[str],
-                  resampler: _Resampler) -> tuple[list[_Cell], list[str]]:
-    systems = store.read_table(settings, store_path, "systems").to_pylist()
-    outputs = store.read_table(settings, store_path, "outputs")
+                  resampler: _Resampler, excluded: frozenset[str]) -> tuple[list[_Cell], list[str]]:
+    systems = _table(settings, store_path, "systems", excluded).to_pylist()
+    outputs = _table(settings, store_path, "outputs", excluded)
     if not systems or outputs.num_rows == 0:
         return [], []
     out = outputs.to_pydict()
@@ -415,8 +380,8 @@ def _system_cells(settings: Settings, store_path: str, candidates: list[ScoredMe
                 skipped.append(f"{scored.signature} ({len(all_keys - lookup.keys())} outputs unscored)")
             continue
         metric = metric_class(scored.metric)
-        corpus = bool(metric.stats_columns)
-        instance = metric() if corpus else None
+        corpus = metric.has_sufficient_statistics
+        corpus_score = metric().corpus_score if corpus else None
         for (group, aspect), rows in sorted(groups.items()):
             if len(rows) < 3:
                 continue
@@ -424,42 +389,26 @@ def _system_cells(settings: Settings, store_path: str, candidates: list[ScoredMe
                            key=lambda s: (len(s), s))
             human = np.array([r["human_z"] for r in rows], dtype=np.float64)
             keys = [[by_system[(group, r["output_system"])][i] for i in items] for r in rows]
-            if corpus:
+            counts = resample_counts(resampler.indices(f"sys/{group}/{aspect}", len(items)), len(items))
+            if corpus_score is not None:
                 # systems x items x sufficient statistics; the system score is the corpus score
                 stats = np.array([[lookup[k][1] for k in row] for row in keys], dtype=np.float64)
-                system_scores = _corpus_system_scores(stats, instance)
+                metric_sys = resampled_corpus_scores(stats, np.ones((1, len(items))), corpus_score)[0]
+                resampled = resampled_corpus_scores(stats, counts, corpus_score)
             else:
                 matrix = np.array([[lookup[k][0] for k in row] for row in keys], dtype=np.float64)
-                system_scores = _mean_system_scores(matrix)
-
-            everything = np.arange(len(items))
-            metric_sys = system_scores(everything)
-            index = resampler.indices(f"sys/{group}/{aspect}", len(items))
-            resampled = np.array([system_scores(r) for r in index])  # replicates x systems
+                metric_sys = system_scores(matrix)
+                resampled = resampled_system_scores(matrix, counts)  # replicates x systems
             item_set = digest_of([r["system"] for r in rows] + [f"items:{len(items)}"])
             for statistic in statistics:
-                function = CORRELATION_FUNCTIONS[statistic]
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    value = function(human, metric_sys)
-                    replicates = np.array([function(human, r) for r in resampled])
+                    value = _point(statistic, human, metric_sys)
+                replicates = rowwise(statistic, human, resampled)
                 cells.append(_Cell(group, aspect, statistic, scored, None if np.isnan(value) else value,
-                                   replicates, len(rows), 0, item_set, human, metric_sys))
+                                   replicates, len(rows), 0, item_set, human, metric_sys,
+                                   [r["system"] for r in rows]))
     return cells, skipped
-
-
-def _corpus_system_scores(stats: np.ndarray, metric: Any) -> Callable[[np.ndarray], np.ndarray]:
-    def system_scores(item_index: np.ndarray) -> np.ndarray:
-        return np.array([metric.corpus_score(stats[s][item_index].sum(axis=0)) for s in range(stats.shape[0])])
-
-    return system_scores
-
-
-def _mean_system_scores(matrix: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-    def system_scores(item_index: np.ndarray) -> np.ndarray:
-        return matrix[:, item_index].mean(axis=1)
-
-    return system_scores
 
 
 def _group_means(cells: list[_Cell]) -> list[_Cell]:
@@ -505,7 +454,7 @@ def _pair_p_value(better: _Cell, worse: _Cell, level: str, statistic: str, seed:
         return result.p_value, "perm-both"
     if paired and level == "sys" and statistic == "pearson" and len(better.human) > 3:  # type: ignore[arg-type]
         return williams_test(better.human, better.metric_values, worse.metric_values).p_value, "williams"  # type: ignore[arg-type]
-    return _paired_bootstrap_p(better.replicates, worse.replicates), "paired-bootstrap"
+    return paired_bootstrap_p_value(better.replicates, worse.replicates), "paired-bootstrap"
 
 
 def _ranked_rows(cells: list[_Cell], significance: dict[tuple[str, str, str, str, str], tuple[float, str]],

@@ -12,13 +12,11 @@ refuse to rank numbers computed on different items.
 
 from __future__ import annotations
 
-import os
-import uuid
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from assay.atomic import unique_part_name, write_parquet
 from assay.config import Settings
 
 CORRELATIONS = pa.schema([
@@ -61,23 +59,31 @@ SIGNIFICANCE = pa.schema([
     pa.field("test", pa.string(), nullable=False),
 ])
 
+SYSTEM_POINTS = pa.schema([
+    pa.field("run_id", pa.string(), nullable=False),
+    pa.field("dataset", pa.string(), nullable=False),
+    pa.field("dataset_version", pa.int64(), nullable=False),
+    pa.field("level", pa.string(), nullable=False),  # sys
+    pa.field("group", pa.string(), nullable=False),
+    pa.field("aspect", pa.string(), nullable=False),
+    pa.field("metric", pa.string(), nullable=False),
+    pa.field("signature", pa.string(), nullable=False),
+    pa.field("system", pa.string(), nullable=False),
+    pa.field("human", pa.float64(), nullable=False),  # the human system score the correlation used
+    pa.field("metric_score", pa.float64(), nullable=False),  # corpus score or mean segment score
+])
+
 CORRELATIONS_ROOT = "results/correlations"
+SYSTEM_POINTS_ROOT = "results/system_points"
 SIGNIFICANCE_ROOT = "results/significance"
 MODEL_SELECTION_ROOT = "results/model_selection"
 
 
 def write_part(settings: Settings, root: str, dataset: str, run_id: str, table: pa.Table, schema: pa.Schema) -> Path:
-    folder = settings.home / root / f"dataset={dataset}"
-    folder.mkdir(parents=True, exist_ok=True)
-    name = f"part-{run_id}-{uuid.uuid4().hex[:8]}.parquet"
-    tmp = folder / f".tmp-{name}"
-    try:
-        pq.write_table(table.cast(schema), tmp)
-        os.replace(tmp, folder / name)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return (folder / name).relative_to(settings.home)
+    """Write one immutable part (atomically); returns its path relative to ``ASSAY_HOME``."""
+    target = settings.home / root / f"dataset={dataset}" / unique_part_name(run_id)
+    write_parquet(table, target, schema=schema)
+    return target.relative_to(settings.home)
 
 
 def glob(settings: Settings, root: str) -> str:

@@ -14,6 +14,7 @@ can be reproduced exactly.
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from assay.stats._groups import Scores, StatsInputError, require_seed
+from assay.stats.resampled import resampled_statistic, scalar_statistic
 
 
 @dataclass(frozen=True)
@@ -53,8 +55,39 @@ def _cluster_members(clusters: Scores, size: int) -> list[npt.NDArray[np.intp]]:
     return np.split(order, boundaries)
 
 
+def percentile_interval(replicates: npt.ArrayLike, confidence: float = 0.95) -> tuple[float, float]:
+    """The percentile interval of the defined (non-NaN) replicates; NaN, NaN when none is defined."""
+    values = np.asarray(replicates, dtype=np.float64)
+    valid = values[~np.isnan(values)]
+    if not valid.size:
+        return float("nan"), float("nan")
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(valid, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def paired_bootstrap_p_value(better: npt.ArrayLike, worse: npt.ArrayLike) -> float:
+    """One-sided paired bootstrap test (Koehn 2004): the share of paired replicates in which the
+    metric with the higher point estimate is not better. Replicates must come from the same
+    resamples (the same index matrix) for both metrics."""
+    diff = np.asarray(better, dtype=np.float64) - np.asarray(worse, dtype=np.float64)
+    diff = diff[~np.isnan(diff)]
+    return float(np.mean(diff <= 0)) if diff.size else 1.0
+
+
+def resample_indices(seed: int, stream: str, n_resamples: int, size: int) -> npt.NDArray[np.intp]:
+    """The ``(n_resamples, size)`` row indices of one named resampling stream.
+
+    The generator is seeded with ``[seed, salt]``, the salt taken from ``stream`` (e.g. the group
+    and aspect), so every metric evaluated on a group sees the same resamples (paired replicates)
+    and each group its own, reproducibly.
+    """
+    salt = int(hashlib.sha256(stream.encode()).hexdigest()[:8], 16)
+    return np.random.default_rng([require_seed(seed), salt]).integers(0, size, size=(n_resamples, size))
+
+
 def bootstrap_ci(
-    statistic: Callable[..., float],
+    statistic: Callable[..., float] | str,
     *samples: Scores,
     seed: int,
     n_resamples: int = 1000,
@@ -65,7 +98,9 @@ def bootstrap_ci(
 
     ``samples`` are arrays with the same number of rows (axis 0), e.g. ``gold, metric``;
     ``statistic`` receives the resampled arrays in the same order and returns a float, e.g.
-    ``lambda g, m: scipy.stats.kendalltau(g, m).statistic``. ``clusters`` (one label per row)
+    ``lambda g, m: scipy.stats.kendalltau(g, m).statistic``. A statistic named by a string
+    (``"pearson"``, ``"kendall"``, ... see :mod:`assay.stats.resampled`) is computed for all
+    resamples at once with numpy, from the same draws. ``clusters`` (one label per row)
     switches to drawing whole clusters with replacement. Deterministic given ``seed``.
     """
     seed = require_seed(seed)
@@ -83,30 +118,33 @@ def bootstrap_ci(
     members = None if clusters is None else _cluster_members(clusters, size)
 
     rng = np.random.default_rng(seed)
-    replicates = np.empty(n_resamples)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # e.g. a constant resample: the statistic is NaN, counted below
-        value = float(statistic(*arrays))
-        for k in range(n_resamples):
-            if members is None:
-                rows = rng.integers(0, size, size=size)
-            else:
-                drawn = rng.integers(0, len(members), size=len(members))
-                rows = np.concatenate([members[c] for c in drawn])
-            replicates[k] = statistic(*(array[rows] for array in arrays))
-    valid = replicates[~np.isnan(replicates)]
-    if valid.size:
-        tail = (1 - confidence) / 2 * 100
-        ci_low, ci_high = (float(v) for v in np.percentile(valid, [tail, 100 - tail]))
-    else:
-        ci_low = ci_high = float("nan")
+        if isinstance(statistic, str):
+            if len(arrays) != 2 or members is not None:
+                raise StatsInputError(f"the named statistic {statistic!r} takes (gold, metric) rows, not clusters")
+            value = scalar_statistic(statistic)(arrays[0], arrays[1])
+            index = rng.integers(0, size, size=(n_resamples, size))
+            replicates = resampled_statistic(statistic, arrays[0], arrays[1], index,
+                                             scalar=scalar_statistic(statistic))
+        else:
+            value = float(statistic(*arrays))
+            replicates = np.empty(n_resamples)
+            for k in range(n_resamples):
+                if members is None:
+                    rows = rng.integers(0, size, size=size)
+                else:
+                    drawn = rng.integers(0, len(members), size=len(members))
+                    rows = np.concatenate([members[c] for c in drawn])
+                replicates[k] = statistic(*(array[rows] for array in arrays))
+    ci_low, ci_high = percentile_interval(replicates, confidence)
     return BootstrapResult(
         value=value,
         ci_low=ci_low,
         ci_high=ci_high,
         confidence=confidence,
         n_resamples=n_resamples,
-        n_valid=int(valid.size),
+        n_valid=int((~np.isnan(replicates)).sum()),
         seed=seed,
         resampling_unit="row" if members is None else "cluster",
     )

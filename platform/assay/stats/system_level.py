@@ -9,6 +9,8 @@ WMT17-19 system-level statistic. The sign is kept: the BERTScore paper prints ab
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from assay.stats._groups import (
@@ -59,3 +61,30 @@ def system_level_correlation(
     if metric.shape != human.shape:
         raise StatsInputError(f"{human.size} human vs {metric.size} metric system scores; expected one per system")
     return correlate(human, metric, statistic)
+
+
+def resampled_system_scores(segment_scores: Scores, counts: FloatArray) -> FloatArray:
+    """Mean segment score of each system in each bootstrap resample of the items.
+
+    ``segment_scores`` is ``(num_systems, num_items)``; ``counts`` is ``(resamples, num_items)``,
+    how often each item was drawn (:func:`assay.stats.resampled.resample_counts`). Returns
+    ``(resamples, num_systems)``. Resampling items, not systems, keeps the systems that are ranked
+    fixed while their scores vary with the test set, as WMT's system-level bootstrap does.
+    """
+    matrix = np.asarray(segment_scores, dtype=np.float64)
+    if matrix.ndim != 2 or counts.ndim != 2 or counts.shape[1] != matrix.shape[1]:
+        raise StatsInputError(f"segment scores {matrix.shape} and counts {counts.shape} must share the item axis")
+    return counts @ matrix.T / counts.sum(axis=1, keepdims=True)
+
+
+def resampled_corpus_scores(statistics: Scores, counts: FloatArray,
+                            corpus_score: Callable[[FloatArray], float]) -> FloatArray:
+    """Corpus score of each system in each bootstrap resample of the items, from per-segment
+    sufficient statistics ``(num_systems, num_items, k)`` summed with the resample's counts
+    (sacrebleu's design: score once, aggregate many times; corpus BLEU, Papineni et al. 2002, is
+    not a mean of sentence scores). Returns ``(resamples, num_systems)``."""
+    stats = np.asarray(statistics, dtype=np.float64)
+    if stats.ndim != 3 or counts.ndim != 2 or counts.shape[1] != stats.shape[1]:
+        raise StatsInputError(f"statistics {stats.shape} and counts {counts.shape} must share the item axis")
+    summed = np.einsum("ri,sik->rsk", counts, stats)
+    return np.array([[corpus_score(cell) for cell in row] for row in summed])
