@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from assay.cli.output import emit_json
+from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED
 from assay.errors import UsageError
 
 
@@ -30,10 +31,11 @@ def parse_metric(text: str) -> dict[str, Any]:
               help="Segment-level metric to evaluate (repeatable), e.g. sentbleu or bertscore:layer=9.")
 @click.option("--alpha", "alphas", type=float, multiple=True,
               help="Skew factor (repeatable; default 0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0).")
-@click.option("--seed", type=int, default=12345, show_default=True, help="Sampling and bootstrap seed.")
+@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Sampling and bootstrap seed.")
 @click.option("--stat", "statistic", type=click.Choice(["kendall", "pearson", "spearman", "kendall_c"]),
               default="kendall", show_default=True)
-@click.option("--resamples", type=int, default=1000, show_default=True, help="Bootstrap resamples for the CIs.")
+@click.option("--resamples", type=int, default=DEFAULT_RESAMPLES, show_default=True,
+              help="Bootstrap resamples for the CIs.")
 @click.option("--test-fraction", type=float, default=0.5, show_default=True,
               help="Share of each group's items in the test pool (train and test pools are disjoint).")
 @click.option("--binning", type=click.Choice(["quantile", "width"]), default="quantile", show_default=True,

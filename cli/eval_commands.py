@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from assay.cli.output import emit_json
+from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED
 
 STAT_HELP = ("pearson, spearman, kendall (tau-b), kendall_c, kendall_like (DARR), tau23, acc23, acc_t "
              "(tie-calibrated acc23) (seg), pairwise_accuracy (sys)")
@@ -20,8 +21,9 @@ STAT_HELP = ("pearson, spearman, kendall (tau-b), kendall_c, kendall_like (DARR)
 @click.option("--level", type=click.Choice(["seg", "sys"]), default="seg", show_default=True)
 @click.option("--metric", "metrics", multiple=True, help="Metric name or signature (default: every scored one).")
 @click.option("--stat", "statistics", multiple=True, help=f"Statistic (repeatable): {STAT_HELP}.")
-@click.option("--seed", type=int, default=12345, show_default=True, help="Bootstrap and permutation seed.")
-@click.option("--resamples", type=int, default=1000, show_default=True, help="Bootstrap/permutation resamples.")
+@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Bootstrap and permutation seed.")
+@click.option("--resamples", type=int, default=DEFAULT_RESAMPLES, show_default=True,
+              help="Bootstrap/permutation resamples.")
 @click.option("--protocol", help="WMT protocol, e.g. wmt17 or wmt18 (default: from the dataset's year).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of rows.")
 def evaluate_command(dataset: str, level: str, metrics: tuple[str, ...], statistics: tuple[str, ...], seed: int,
@@ -104,13 +106,14 @@ def leaderboard_command(dataset: str, level: str, statistic: str, group: str, as
 def rerun_command(run_id: str, as_json: bool) -> None:
     """Recompute a past score or evaluate run exactly: same dataset version, same metric signature,
     same parameters. Cached segment scores are reused; a new run is written and the old one kept."""
-    from assay.reruns import rerun
+    from assay.cli.runner import run_flow
 
-    result = rerun(run_id)
+    result = run_flow("rerun", run_id)
     if as_json:
         emit_json(result)
         return
-    click.echo(f"rerun of {run_id} ({result['kind']}) -> new run {result['run_id']}")
+    click.echo(f"rerun of {run_id} ({result['kind']}) recorded as run {result['rerun_id']}"
+               + (f"; recomputed by run {result['run_id']}" if result.get("run_id") else "; nothing to recompute"))
     for key in ("dataset", "signature", "computed", "cached"):
         if key in result:
             click.echo(f"  {key}: {result[key]}")
@@ -126,16 +129,16 @@ def rerun_command(run_id: str, as_json: bool) -> None:
 @click.option("--candidates", "n_candidates", type=int, default=100, show_default=True,
               help="Hybrids the metric chooses among in each draw.")
 @click.option("--draws", "n_trials", type=int, default=100_000, show_default=True, help="Model-selection draws.")
-@click.option("--seed", type=int, default=12345, show_default=True, help="Seed of the hybrids and the draws.")
+@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Seed of the hybrids and the draws.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of rows.")
 def select_command(dataset: str, metrics: tuple[str, ...], n_hybrid: int, n_candidates: int, n_trials: int,
                    seed: int, as_json: bool) -> None:
     """Model selection with hybrid systems (BERTScore, Zhang et al. 2020, §4 and appendix F.2):
     how often each metric's pick is the humans' best (Hits@1), MRR, and the human-score gap."""
-    from assay.model_selection import select_models
+    from assay.cli.runner import run_flow
 
-    result = select_models(dataset, metrics=list(metrics) or None, n_hybrid=n_hybrid, n_candidates=n_candidates,
-                           n_trials=n_trials, seed=seed)
+    result = run_flow("select", dataset, metrics=list(metrics) or None, n_hybrid=n_hybrid,
+                      n_candidates=n_candidates, n_trials=n_trials, seed=seed)
     if as_json:
         emit_json(result["rows"])
         return

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from assay.config import load_settings
+from assay.config import DEFAULT_RESAMPLES, load_settings
 from assay.errors import AssayError, UsageError
 
 
@@ -18,7 +18,8 @@ from assay.errors import AssayError, UsageError
 @click.option("--report", "report_dir", type=click.Path(path_type=Path, file_okay=False),
               help="Where the HTML report goes (default: ASSAY_HOME/report).")
 @click.option("--no-system-level", is_flag=True, help="Skip full test-set scoring (faster on large WMT sets).")
-@click.option("--resamples", type=int, default=1000, show_default=True, help="Bootstrap/permutation resamples.")
+@click.option("--resamples", type=int, default=DEFAULT_RESAMPLES, show_default=True,
+              help="Bootstrap/permutation resamples.")
 def run_command(data_dir: Path | None, report_dir: Path | None, no_system_level: bool, resamples: int) -> None:
     """Ingest, score, evaluate, print the leaderboards and write the report."""
     from assay.cli.dataset_commands import print_catalog_table, version_summary
@@ -42,23 +43,28 @@ def run_command(data_dir: Path | None, report_dir: Path | None, no_system_level:
 
     with session_scope(settings) as session:
         print_catalog_table([version_summary(v) for v in list_versions(session)])
-    from assay.leaderboard import LeaderboardQuery, available_groups, leaderboard
+    from assay.leaderboard import LeaderboardQuery, available_aspects, available_groups, leaderboard
 
     for entry in summary["datasets"]:
         for scored in entry["scored"]:
             click.echo(f"scored {entry['dataset']} {scored['signature'].split('|')[0]}: "
                        f"{scored['computed']:,} computed, {scored['cached']:,} cached")
+        for note in entry.get("notes", []):
+            click.echo(f"note: {note}")
         for level, statistic in (("seg", "kendall"), ("sys", "pearson")):
             groups = available_groups(entry["dataset"], level)
             if not groups:
                 continue
-            try:
-                rows = leaderboard(LeaderboardQuery(entry["dataset"], level, statistic, groups[0]))
-            except AssayError as exc:
-                click.echo(f"\nleaderboard {entry['dataset']} {level}: {exc}")
-                continue
-            click.echo(f"\nleaderboard {entry['dataset']}  level {level}  {statistic}  group {groups[0]}")
-            print_rows(rows, ["rank", "cluster", "metric", "value", "ci", "n", "aspect"])
+            # one table per human target (aspect): correlations with different targets are not comparable
+            for aspect in available_aspects(entry["dataset"], level, groups[0]):
+                try:
+                    rows = leaderboard(LeaderboardQuery(entry["dataset"], level, statistic, groups[0], aspect))
+                except AssayError as exc:
+                    click.echo(f"\nleaderboard {entry['dataset']} {level} {aspect}: {exc}")
+                    continue
+                click.echo(f"\nleaderboard {entry['dataset']}  level {level}  {statistic}  group {groups[0]}  "
+                           f"aspect {aspect}")
+                print_rows(rows, ["rank", "cluster", "metric", "value", "ci", "n"])
     if summary.get("report"):
         click.echo(f"\nreport: {summary['report']}")
 

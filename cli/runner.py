@@ -8,52 +8,51 @@ nothing to do answer from their plan and never come here, so they never pay for 
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
+#: flow name -> (module under assay.flows, function)
+FLOWS = {
+    "ingest": ("ingest", "ingest_flow"),
+    "score": ("score", "score_flow"),
+    "evaluate": ("evaluate", "evaluate_flow"),
+    "select": ("select", "select_flow"),
+    "rerun": ("rerun", "rerun_flow"),
+    "bertscore-baseline": ("baseline", "baseline_flow"),
+    "quality-drift": ("drift", "quality_drift_flow"),
+    "report": ("report", "report_flow"),
+    "assay-run": ("main_job", "main_job_flow"),
+}
 
-def _prepare() -> None:
+
+def run_flow(flow_name: str, /, *args: Any, **kwargs: Any) -> Any:
+    """Run the flow ``flow_name`` (a key of :data:`FLOWS`) with the real Prefect engine; returns its result."""
     from assay.flows.engine import configure_prefect_defaults
 
     configure_prefect_defaults()
+    module, function = FLOWS[flow_name]
+    return getattr(importlib.import_module(f"assay.flows.{module}"), function)(*args, **kwargs)
 
 
 def run_ingest_flow(paths: list[str], **kwargs: Any) -> list[dict[str, Any]]:
-    _prepare()
-    from assay.flows.ingest import ingest_flow
-
-    return ingest_flow(paths, **kwargs)
+    return run_flow("ingest", paths, **kwargs)
 
 
 def run_score_flow(dataset: str, metric: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-    _prepare()
-    from assay.flows.score import score_flow
-
-    return score_flow(dataset, metric, **kwargs)
+    return run_flow("score", dataset, metric, **kwargs)
 
 
 def run_evaluate_flow(dataset: str, **kwargs: Any) -> dict[str, Any]:
-    _prepare()
-    from assay.flows.evaluate import evaluate_flow
-
-    return evaluate_flow(dataset, **kwargs)
+    return run_flow("evaluate", dataset, **kwargs)
 
 
 def run_drift_flow(dataset: str, metrics: list[dict[str, Any]], **kwargs: Any) -> list[dict[str, Any]]:
-    _prepare()
-    from assay.flows.drift import quality_drift_flow
-
-    return quality_drift_flow(dataset, metrics, **kwargs)
+    return run_flow("quality-drift", dataset, metrics, **kwargs)
 
 
 def run_report_flow(out_dir: str, **kwargs: Any) -> str:
-    _prepare()
-    from assay.flows.report import report_flow
-
-    return report_flow(out_dir, **kwargs)
+    return str(run_flow("report", out_dir, **kwargs))
 
 
 def run_main_job(data_dir: str, report_dir: str | None = None, **kwargs: Any) -> dict[str, Any]:
-    _prepare()
-    from assay.flows.main_job import main_job_flow
-
-    return main_job_flow(data_dir, report_dir, **kwargs)
+    return run_flow("assay-run", data_dir, report_dir, **kwargs)

@@ -184,12 +184,12 @@ def baseline_command(dataset: str, model: str | None, layers: tuple[int, ...], n
     signature, to ASSAY_HOME/baselines/<lang>/<model>.tsv; `assay score --metric bertscore --rescale`
     then uses them.
     """
-    from assay.workers.rescale_baselines import compute_dataset_baseline
+    from assay.cli.runner import run_flow
 
     if model is not None and Path(model).exists():
         model = str(Path(model).resolve())
-    result = compute_dataset_baseline(dataset, model=model, layers=list(layers), n_pairs=n_pairs, seed=seed,
-                                      lang=lang)
+    result = run_flow("bertscore-baseline", dataset, model=model, layers=list(layers), n_pairs=n_pairs, seed=seed,
+                      lang=lang)
     if as_json:
         emit_json(result)
         return

@@ -5,7 +5,7 @@ every run row written inside a flow carries its Prefect flow-run id (the arrow p
 platform never imports Prefect).
 """
 
-from assay.runs import set_flow_run_id_provider
+from assay.flow_context import set_flow_run_id_provider
 
 
 def _flow_run_id() -> str | None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from prefect import flow, task
 
+from assay.config import DEFAULT_RESAMPLES
 from assay.flows.evaluate import evaluate_flow
 from assay.flows.ingest import ingest_directory_flow
 from assay.flows.score import score_flow
@@ -38,7 +39,7 @@ def profile_task(dataset: str) -> dict[str, Any]:
 
 @flow(name="assay-run")
 def main_job_flow(data_dir: str, report_dir: str | None = None, system_level: bool = True,
-                  n_resamples: int = 1000) -> dict[str, Any]:
+                  n_resamples: int = DEFAULT_RESAMPLES) -> dict[str, Any]:
     ingested = ingest_directory_flow(data_dir)
     summary: dict[str, Any] = {"datasets": [], "report": None}
     for result in ingested:

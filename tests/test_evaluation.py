@@ -141,6 +141,9 @@ def test_data_versioned_rerun(tmp_path: Path) -> None:
     # rerunning the old runs reproduces the old numbers against version 1, writes new runs, keeps old
     rerun_score = rerun(first_score["run_id"])
     assert rerun_score["computed"] == 0 and rerun_score["dataset"] == "wmt99@1"
+    with session_scope() as session:  # nothing to recompute, and still a record that it was checked
+        record = session.get(Run, rerun_score["rerun_id"])
+        assert record is not None and record.kind == "rerun" and record.parent_run_id == first_score["run_id"]
     rerun_eval = rerun(first_eval["run_id"])
     assert {(r["group"], r["statistic"]): r["value"] for r in rerun_eval["rows"]} == v1_rows
     with session_scope() as session:

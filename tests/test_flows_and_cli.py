@@ -292,3 +292,35 @@ def test_cli_score_evaluate_leaderboard(prefect_engine: None, tmp_path: Path) ->
     from assay.config import load_settings
 
     assert not (load_settings().server_dir / "state.json").exists()
+
+
+@pytest.mark.prefect
+def test_select_rerun_and_runs_carry_their_flow_run_ids(prefect_engine: None) -> None:
+    """select and rerun run as flows too; every run row written inside a flow records the Prefect
+    flow-run id (the flow layer registers the hook; the platform never imports Prefect)."""
+    from sqlalchemy import select as sql_select
+
+    from assay.catalog.engine import session_scope
+    from assay.catalog.models import Run
+
+    runner = CliRunner()
+    group = cli()
+    assert runner.invoke(group, ["ingest", str(DEMO_WMT)]).exit_code == 0
+    scored = runner.invoke(group, ["score", "--dataset", "wmt99", "--metric", "sentbleu", "--json"])
+    assert scored.exit_code == 0, scored.output
+    score_run = json.loads(scored.stdout)["run_id"]
+    assert runner.invoke(group, ["score", "--dataset", "wmt99", "--metric", "chrf"]).exit_code == 0
+    chosen = runner.invoke(group, ["select", "--dataset", "wmt99", "--hybrids", "50", "--candidates", "5",
+                                   "--draws", "200", "--json"])
+    assert chosen.exit_code == 0, chosen.output
+    assert {r["metric"] for r in json.loads(chosen.stdout)} == {"sentbleu", "chrf"}
+    again = runner.invoke(group, ["rerun", score_run, "--json"])
+    assert again.exit_code == 0, again.output
+    rerun = json.loads(again.stdout)
+    assert rerun["parent_run_id"] == score_run and rerun["computed"] == 0
+    with session_scope() as session:
+        runs = {r.kind: r for r in session.scalars(sql_select(Run)).all()}
+    assert {"score", "select", "rerun"} <= set(runs)
+    kinds = ("score", "select", "rerun")
+    assert {kind: bool(runs[kind].flow_run_id) for kind in kinds} == dict.fromkeys(kinds, True)
+    assert runs["rerun"].parent_run_id == score_run

@@ -139,8 +139,8 @@ def test_quality_drift_on_wmt17(shared_data: Path) -> None:
     # no segment key is ever scored twice: the samples reuse the parent's scores, also on a rerun
     run_quality_drift("wmt17", [SENTBLEU], alphas=alphas, seed=7, n_resamples=100)
     runs = _score_runs()
-    assert runs[0]["computed"] == 3920 and all(r["computed"] == 0 for r in runs[1:])
-    assert len(runs) == 1 + 2 * len(alphas)
+    # a request with nothing to compute records no run: the only score run is the parent's
+    assert len(runs) == 1 and runs[0]["computed"] == 3920
     stored = [pq.read_table(p, columns=["key"]) for p in
               (load_settings().home / segment_scores.ROOT).rglob("part-*.parquet")]
     stored_keys = [k for t in stored for k in t.column("key").to_pylist()]

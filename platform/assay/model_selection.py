@@ -16,9 +16,7 @@ catalog, like ``evaluate``.
 
 from __future__ import annotations
 
-import hashlib
 import time
-import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -28,14 +26,15 @@ import pyarrow as pa
 
 from assay.catalog.dataset_versions import resolve
 from assay.catalog.engine import session_scope
-from assay.catalog.models import ResultFile, Run
-from assay.config import Settings, load_settings
+from assay.config import DEFAULT_SEED, Settings, load_settings
 from assay.datasets import store
+from assay.datasets.human import human_score
 from assay.errors import UsageError
 from assay.evaluation import ScoredMetric, score_lookup, scored_signatures, wanted_signatures
 from assay.metrics.registry import metric_class
 from assay.provenance import code_version
 from assay.results import correlations, segment_scores
+from assay.runs import RecordedFile, RunRecorder, new_run_id
 from assay.stats.model_selection import model_selection, sample_hybrid_systems
 
 ROOT = correlations.MODEL_SELECTION_ROOT
@@ -74,7 +73,7 @@ def _matrices(segments: dict[str, list[Any]], index: list[int], keys: list[str]
             continue
         at = (segments["system"][i], segments["item_id"][i])
         cell_key[at] = keys[i]
-        value = segments["human_z"][i] if segments["human_z"][i] is not None else segments["human_raw"][i]
+        value = human_score(segments["human_z"][i], segments["human_raw"][i])
         if value is not None:
             human.setdefault(at, []).append(float(value))
     systems = sorted({s for s, _ in cell_key})
@@ -91,7 +90,7 @@ def select_models(
     n_hybrid: int = 10_000,
     n_candidates: int = 100,
     n_trials: int = 100_000,
-    seed: int = 12345,
+    seed: int = DEFAULT_SEED,
     settings: Settings | None = None,
 ) -> dict[str, Any]:
     """Hits@1, MRR and Diff of every metric scored on ``dataset``, per group and aspect."""
@@ -112,9 +111,9 @@ def select_models(
     for i, (g, a) in enumerate(zip(seg["group"], seg["aspect"], strict=True)):
         groups.setdefault((g, a), []).append(i)
     candidates = [c for c in wanted_signatures(scored_signatures(settings), metrics)
-                  if not metric_class(c.metric).stats_columns]  # corpus BLEU: no segment scores to mix
+                  if not metric_class(c.metric).has_sufficient_statistics]  # corpus BLEU: no segment scores to mix
     now = datetime.now(UTC)
-    run_id = uuid.uuid4().hex
+    run_id = new_run_id()
     records: list[dict[str, Any]] = []
     skipped: list[str] = []
     for (group, aspect), index in sorted(groups.items()):
@@ -149,25 +148,18 @@ def select_models(
                          + (f" ({'; '.join(skipped)})" if skipped else ""))
     path = correlations.write_part(settings, ROOT, name, run_id, pa.Table.from_pylist(records, schema=SCHEMA),
                                    SCHEMA)
-    finished = time.time()
-    with session_scope(settings) as session:
-        session.add(Run(
-            id=run_id, kind="select", status="completed", code_version=code_version(),
-            inputs={"dataset": name, "version": number, "dataset_digest": digest,
-                    "signatures": sorted({r["signature"] for r in records})},
-            parameters={"n_hybrid": n_hybrid, "n_candidates": n_candidates, "n_trials": n_trials, "seed": seed,
-                        "metrics": list(metrics or [])},
-            summary={"rows": len(records), "skipped": skipped, "files": [str(path)]},
-            started_at=datetime.fromtimestamp(started, UTC), finished_at=datetime.fromtimestamp(finished, UTC),
-            duration_s=finished - started,
-        ))
-        session.flush()
-        session.add(ResultFile(run_id=run_id, kind="model_selection", path=str(path),
-                               sha256=hashlib.sha256((settings.home / path).read_bytes()).hexdigest(),
-                               rows=len(records)))
+    seconds = RunRecorder(
+        settings, "select",
+        inputs={"dataset": name, "version": number, "dataset_digest": digest,
+                "signatures": sorted({r["signature"] for r in records})},
+        parameters={"n_hybrid": n_hybrid, "n_candidates": n_candidates, "n_trials": n_trials, "seed": seed,
+                    "metrics": list(metrics or [])},
+        run_id=run_id, started=started,
+    ).record({"rows": len(records), "skipped": skipped, "files": [str(path)]},
+             [RecordedFile.of(settings, path, "model_selection", len(records))])
     public = [{k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in r.items()} for r in records]
     return {"run_id": run_id, "dataset": f"{name}@{number}", "rows": public, "skipped": skipped,
-            "seconds": finished - started}
+            "seconds": seconds}
 
 
 def _metric_matrix(settings: Settings, scored: ScoredMetric, cell_keys: list[list[str]]) -> np.ndarray | None:

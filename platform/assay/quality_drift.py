@@ -45,10 +45,8 @@ Figure 2 for those metrics.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -56,14 +54,14 @@ import pyarrow as pa
 
 from assay.catalog.dataset_versions import resolve
 from assay.catalog.engine import session_scope
-from assay.catalog.models import Run
-from assay.config import Settings, load_settings
+from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED, Settings, load_settings
 from assay.datasets import store
+from assay.datasets.human import human_array
 from assay.errors import UsageError
 from assay.evaluation import SEG_STATS, evaluate
 from assay.ingest import derive_version
 from assay.metrics.registry import MetricSpec, metric_class
-from assay.provenance import code_version
+from assay.runs import RunRecorder
 from assay.scoring import finish_scoring, plan_scoring, score_shard
 
 #: The skew factors of the paper's Figure 1 and 2.
@@ -71,7 +69,6 @@ ALPHAS: tuple[float, ...] = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
 N_BINS = 10
 BINNINGS = ("quantile", "width")
 SPLITS = ("train", "test")
-DEFAULT_SEED = 12345
 
 
 @dataclass(frozen=True)
@@ -104,11 +101,9 @@ class DriftSample:
 
 
 def human_scores(segments: pa.Table) -> np.ndarray:
-    """``human_z`` where present, else ``human_raw`` (as :mod:`assay.evaluation` does); NaN if none."""
-    z = segments.column("human_z").to_pylist()
-    raw = segments.column("human_raw").to_pylist()
-    return np.array([a if a is not None else (b if b is not None else np.nan) for a, b in zip(z, raw, strict=True)],
-                    dtype=np.float64)
+    """The human score of every segment (:mod:`assay.datasets.human`: ``human_z``, else
+    ``human_raw``); NaN where there is none."""
+    return human_array(segments)
 
 
 def bin_edges(human: np.ndarray, n_bins: int = N_BINS, binning: str = "quantile") -> np.ndarray:
@@ -275,7 +270,7 @@ def score_sample(label: str, spec: MetricSpec, settings: Settings | None = None)
 
 
 def evaluate_sample(test: DriftSample, train: DriftSample | None, signatures: dict[str, str], *,
-                    statistic: str = "kendall", seed: int = DEFAULT_SEED, n_resamples: int = 1000,
+                    statistic: str = "kendall", seed: int = DEFAULT_SEED, n_resamples: int = DEFAULT_RESAMPLES,
                     settings: Settings | None = None) -> list[dict[str, Any]]:
     """Segment-level agreement on one test sample, one row per (metric, group); group ``all`` is
     the mean over groups, as in :func:`assay.evaluation.evaluate`. ``signatures`` maps each
@@ -301,20 +296,15 @@ def record_drift_run(dataset: str, samples: Sequence[DriftSample], metrics: Sequ
                      settings: Settings | None = None) -> str:
     """One ``quality-drift`` run in the catalog: what was sampled, how, and the headline rows."""
     settings = settings or load_settings()
-    run_id = uuid.uuid4().hex
-    finished = time.time()
     with session_scope(settings) as session:
         version = resolve(session, dataset)
-        session.add(Run(
-            id=run_id, kind="quality-drift", status="completed", code_version=code_version(),
-            inputs={"dataset": version.dataset.name, "version": version.number, "dataset_digest": version.digest,
-                    "samples": [s.as_dict() for s in samples]},
-            parameters={**parameters, "metrics": [m.as_dict() for m in metrics]},
-            summary={"rows": [r for r in rows if r["group"] == "all"],
-                     "evaluate_runs": sorted({r["evaluate_run_id"] for r in rows})},
-            started_at=datetime.fromtimestamp(started, UTC), finished_at=datetime.fromtimestamp(finished, UTC),
-            duration_s=finished - started,
-        ))
+        inputs = {"dataset": version.dataset.name, "version": version.number, "dataset_digest": version.digest,
+                  "samples": [s.as_dict() for s in samples]}
+    recorder = RunRecorder(settings, "quality-drift", inputs,
+                           {**parameters, "metrics": [m.as_dict() for m in metrics]}, started=started)
+    recorder.record({"rows": [r for r in rows if r["group"] == "all"],
+                     "evaluate_runs": sorted({r["evaluate_run_id"] for r in rows})})
+    run_id = recorder.run_id
     return run_id
 
 
@@ -325,7 +315,7 @@ def run_quality_drift(
     alphas: Sequence[float] = ALPHAS,
     seed: int = DEFAULT_SEED,
     statistic: str = "kendall",
-    n_resamples: int = 1000,
+    n_resamples: int = DEFAULT_RESAMPLES,
     test_fraction: float = 0.5,
     binning: str = "quantile",
     settings: Settings | None = None,

@@ -7,7 +7,7 @@ timings, the parent run of a rerun and, when the job runs inside a Prefect flow,
 and indexes the immutable result files the run wrote, with their sha256 and row counts.
 
 The platform never imports the orchestrator: the flow layer tells the recorder how to find the
-current flow-run id with :func:`set_flow_run_id_provider` when it is imported.
+current flow-run id (:mod:`assay.flow_context`) when it is imported.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,23 +25,8 @@ from assay.catalog.engine import session_scope
 from assay.catalog.models import ResultFile, Run
 from assay.config import Settings
 from assay.errors import NotFoundError
+from assay.flow_context import current_flow_run_id
 from assay.provenance import code_version
-
-_flow_run_id_provider: Callable[[], str | None] = lambda: None  # noqa: E731
-
-
-def set_flow_run_id_provider(provider: Callable[[], str | None]) -> None:
-    """Called by the flow layer: ``provider()`` returns the current flow run's id, or None."""
-    global _flow_run_id_provider
-    _flow_run_id_provider = provider
-
-
-def current_flow_run_id() -> str | None:
-    try:
-        value = _flow_run_id_provider()
-    except Exception:  # outside a flow run the orchestrator may raise instead of returning None
-        return None
-    return str(value) if value else None
 
 
 def new_run_id() -> str:

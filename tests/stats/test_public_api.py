@@ -30,7 +30,8 @@ def test_all_lists_the_public_api() -> None:
 
 def test_stats_is_pure_numpy_and_scipy() -> None:
     # Nothing heavier than numpy/scipy (and assay.errors) is imported by the statistics modules.
-    allowed = {"__future__", "collections", "dataclasses", "typing", "warnings", "math", "hashlib", "numpy", "scipy", "assay"}
+    allowed = {"__future__", "collections", "dataclasses", "typing", "warnings", "math", "hashlib", "numpy", "scipy",
+               "assay"}
     package = Path(assay.stats.__file__).parent
     for module in package.glob("*.py"):
         for node in ast.walk(ast.parse(module.read_text())):

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from assay.config import DEFAULT_RESAMPLES
 from assay.stats._groups import Scores, StatsInputError, require_seed
 from assay.stats.resampled import resampled_statistic, scalar_statistic
 
@@ -90,7 +91,7 @@ def bootstrap_ci(
     statistic: Callable[..., float] | str,
     *samples: Scores,
     seed: int,
-    n_resamples: int = 1000,
+    n_resamples: int = DEFAULT_RESAMPLES,
     confidence: float = 0.95,
     clusters: Scores | None = None,
 ) -> BootstrapResult:

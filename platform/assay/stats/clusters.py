@@ -25,6 +25,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from assay.config import DEFAULT_RESAMPLES
 from assay.stats._groups import Grouping, Scores, StatsInputError, require_seed
 from assay.stats.correlation import pearson
 from assay.stats.significance import Statistic, grouped_statistic, permutation_test, williams_test
@@ -120,7 +121,7 @@ def rank_metrics(
     test: Literal["permutation", "williams"] = "permutation",
     num_systems: int | None = None,
     grouping: Grouping = "none",
-    n_resamples: int = 1000,
+    n_resamples: int = DEFAULT_RESAMPLES,
     seed: int | None = None,
     alpha: float = 0.05,
 ) -> SignificanceClusters:

@@ -35,6 +35,7 @@ from typing import Literal, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
+from assay.config import DEFAULT_RESAMPLES
 from assay.stats._groups import (
     FloatArray,
     Grouping,
@@ -290,7 +291,7 @@ def permutation_test(
     statistic: Statistic = "pearson",
     num_systems: int | None = None,
     grouping: Grouping = "none",
-    n_resamples: int = 1000,
+    n_resamples: int = DEFAULT_RESAMPLES,
     seed: int,
 ) -> PermutationResult:
     """PERM-BOTH paired permutation test that ``metric_a`` correlates better than ``metric_b``.

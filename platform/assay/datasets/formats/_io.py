@@ -27,7 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from assay.datasets.parsed import SourceFile
+from assay.datasets.parsed import ParsedDataset, SourceFile
 from assay.datasets.schema import parser_schema
 from assay.errors import InputError, PluginError
 
@@ -120,6 +120,14 @@ class InputFiles:
         if not lines and not allow_empty:
             raise InputError(path, "the file is empty", expected="one segment per line")
         return lines
+
+    def parsed(self, format_name: str, tables: dict[str, pa.Table], warnings: list[str],
+               metadata: dict[str, Any]) -> ParsedDataset:
+        """The parse result of these files: every file read, the parser's warnings plus the one
+        about removed byte-order marks (a recoverable quirk, recorded on the version)."""
+        bom = self.bom_warning()
+        return ParsedDataset(format=format_name, tables=tables, source_files=self.source_files,
+                             warnings=[*warnings, bom] if bom else list(warnings), metadata=metadata)
 
     def bom_warning(self) -> str | None:
         """One sentence about the files that started with a byte-order mark, if any did."""

@@ -144,9 +144,7 @@ class GenericFormat:
                                  if c.removesuffix("_value") not in mapping}
         if scale is not None:
             metadata["scale"] = list(scale)
-        warnings = [w for w in [files.bom_warning()] if w]
-        return ParsedDataset(format=FORMAT.name, tables={"segments": rows.build()},
-                             source_files=files.source_files, warnings=warnings, metadata=metadata)
+        return files.parsed(FORMAT.name, {"segments": rows.build()}, [], metadata)
 
     @staticmethod
     def _mapping(path: Path, declared: dict[str, str], header: list[str], *, is_tsv: bool) -> dict[str, list[str]]:

@@ -260,16 +260,7 @@ class HuseFormat:
                     f"{CLEAN_FILE} gives each sentence's mean label plus {offset} (a {offset}-{5 + offset} "
                     f"scale); with that offset all its {count(len(clean.rows), 'row')} match {RAW_FILE}."
                 )
-        bom = files.bom_warning()
-        if bom:
-            warnings.append(bom)
-        return ParsedDataset(
-            format=FORMAT.name,
-            tables={"segments": rows.build()},
-            source_files=files.source_files,
-            warnings=warnings,
-            metadata=metadata,
-        )
+        return files.parsed(FORMAT.name, {"segments": rows.build()}, warnings, metadata)
 
 
 FORMAT = HuseFormat()

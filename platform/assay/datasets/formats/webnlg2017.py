@@ -149,13 +149,7 @@ class WebNlg2017Format:
         }
         if "type" in table.header:
             metadata["types"] = dict(sorted(Counter(r[table.index("type")] for r in table.rows).items()))
-        return ParsedDataset(
-            format=FORMAT.name,
-            tables={"segments": rows.build()},
-            source_files=files.source_files,
-            warnings=warnings,
-            metadata=metadata,
-        )
+        return files.parsed(FORMAT.name, {"segments": rows.build()}, warnings, metadata)
 
 
 FORMAT = WebNlg2017Format()

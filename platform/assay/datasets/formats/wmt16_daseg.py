@@ -96,16 +96,8 @@ class Wmt16DasegFormat:
         warnings = [
             f"The release does not name the MT systems: all {size:,} segments have system {SYSTEM!r}."
         ]
-        bom = files.bom_warning()
-        if bom:
-            warnings.append(bom)
-        return ParsedDataset(
-            format=FORMAT.name,
-            tables={"segments": table_from_columns("segments", columns)},
-            source_files=files.source_files,
-            warnings=warnings,
-            metadata={"test_set": test_set, "year": year, "language_pairs": pairs},
-        )
+        return files.parsed(FORMAT.name, {"segments": table_from_columns("segments", columns)}, warnings,
+                            {"test_set": test_set, "year": year, "language_pairs": pairs})
 
 
 FORMAT = Wmt16DasegFormat()

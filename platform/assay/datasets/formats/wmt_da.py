@@ -324,21 +324,12 @@ class _Parser:
                 f"{count(len(package.ignored), 'file')} in the text folders did not follow the WMT "
                 f"naming pattern and were ignored: {listing(package.ignored)}."
             )
-        bom = self.files.bom_warning()
-        if bom:
-            self.warnings.append(bom)
         self.metadata.update(test_set=test_set, year=_year(test_set))
         tables = {"outputs": outputs}
         for name, table in (("segments", segments), ("systems", systems), ("rankings", rankings)):
             if table is not None:
                 tables[name] = table
-        return ParsedDataset(
-            format=FORMAT.name,
-            tables=tables,
-            source_files=self.files.source_files,
-            warnings=self.warnings,
-            metadata=self.metadata,
-        )
+        return self.files.parsed(FORMAT.name, tables, self.warnings, self.metadata)
 
     def _read(self, name: str, columns: tuple[str, ...], *, missing_name_ok: bool = False) -> Table | None:
         path = self.root / name
