@@ -183,3 +183,20 @@ def test_pairwise_statistics_equal_the_stats_module_on_the_exported_scores() -> 
         for statistic in ("tau23", "acc23", "acc_t"):
             row = got[(group, statistic)]
             assert row["ci_low"] <= row["value"] <= row["ci_high"]
+
+
+def test_left_out_groups_are_left_out_for_every_metric(shared_data: Path) -> None:
+    """WMT16's en-ru is not covered by the English-only embedded encoder; the main job leaves it out
+    of the evaluation for every metric, so the mean over groups compares the same items (real data)."""
+    ingest_path(shared_data / "wmt16-da-seg")
+    for metric in ("sentbleu", "chrf"):
+        score("wmt16", metric)
+    full = evaluate("wmt16", level="seg", statistics=["pearson"], n_resamples=20)
+    assert "en-ru" in {r["group"] for r in full["rows"]}
+    left_out = evaluate("wmt16", level="seg", statistics=["pearson"], n_resamples=20, exclude_groups=["en-ru"])
+    assert "en-ru" not in {r["group"] for r in left_out["rows"]}
+    means = {r["metric"]: r for r in left_out["rows"] if r["group"] == "all"}
+    assert means["sentbleu"]["item_set"] == means["chrf"]["item_set"]
+    with session_scope() as session:
+        run = session.get(Run, left_out["run_id"])
+        assert run is not None and run.parameters["exclude_groups"] == ["en-ru"]
