@@ -50,6 +50,7 @@ from assay.stats._groups import (
 )
 from assay.stats.correlation import CORRELATION_STATISTICS, correlation_kernel
 from assay.stats.pairwise import count_pairs
+from assay.stats.permuted import permuted_statistics
 
 StatisticName: TypeAlias = Literal["pearson", "spearman", "kendall_b", "kendall_c", "tau_23", "acc_23"]
 Statistic: TypeAlias = StatisticName | Callable[[FloatArray, FloatArray], float]
@@ -320,8 +321,13 @@ def permutation_test(
     for begin in range(0, n_resamples, _CHUNK):
         rows = min(_CHUNK, n_resamples - begin)
         swap = rng.random((rows, a_z.size)) < 0.5
-        resampled_a = evaluate(np.where(swap, b_z, a_z))
-        resampled_b = evaluate(np.where(swap, a_z, b_z))
+        permuted = (permuted_statistics(statistic, data.gold, a_z, b_z, swap)
+                    if isinstance(statistic, str) and grouping == "none" else None)
+        if permuted is not None:  # rank statistics of all permutations from matrix products
+            resampled_a, resampled_b = permuted
+        else:
+            resampled_a = evaluate(np.where(swap, b_z, a_z))
+            resampled_b = evaluate(np.where(swap, a_z, b_z))
         at_least_as_large += int(np.sum(resampled_a - resampled_b >= delta - _TIE_TOLERANCE))
     return PermutationResult(
         p_value=at_least_as_large / n_resamples,
