@@ -52,7 +52,10 @@ def _swapped_sums(swap: npt.NDArray[np.bool_], blocks: list[FloatArray], *, quad
     """
     u1 = swap.astype(np.float32)
     n = swap.shape[1]
-    product = (u1 @ np.hstack(blocks).astype(np.float32)).astype(np.float64)
+    stacked = np.empty((n, len(blocks) * n), dtype=np.float32)
+    for k, block in enumerate(blocks):
+        stacked[:, k * n:(k + 1) * n] = block
+    product = (u1 @ stacked).astype(np.float64)  # exact: integer (or half-integer) sums far below 2**24
     ones = (1.0 - u1).astype(np.float64), u1.astype(np.float64)
     side_a, side_b = [], []
     for k, (u, v) in enumerate(((0, 0), (0, 1), (1, 0), (1, 1))):
