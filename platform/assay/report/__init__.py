@@ -7,7 +7,7 @@
    evaluated dataset, level and statistic;
 2. metric-vs-human scatter plots at segment level for the main dataset (a sample of at most
    ``sample_limit`` segments per plot);
-3. system-level plots, human vs (recomputed) metric system scores per language pair;
+3. system-level plots, human vs metric system scores per language pair, as the evaluation stored them;
 4. the BLEU Neighbors coverage/Spearman trade-off on HUSE, computed at build time;
 5. correlation against α for quality-drift test samples;
 6. model selection with hybrid systems (Hits@1, MRR, Diff) from ``assay select``;
@@ -20,10 +20,12 @@ from the network when the page is viewed.
 
 from __future__ import annotations
 
-import os
+import hashlib
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from assay.atomic import write_text
 from assay.config import Settings, load_settings
 from assay.provenance import code_version
 from assay.report.collect import correlation_rows, dataset_versions, latest_evaluations
@@ -41,6 +43,7 @@ from assay.report.sections import (
     systems,
 )
 from assay.report.svg import esc
+from assay.runs import RunRecorder
 
 __all__ = ["REPORT_FILE", "build_report"]
 
@@ -55,6 +58,7 @@ def build_report(out_dir: Path | str, settings: Settings | None = None, *, main_
     evaluated, else the largest evaluated WMT dataset); ``seed`` fixes their sample.
     """
     settings = settings or load_settings()
+    started = time.time()
     versions = dataset_versions(settings)
     evaluations, drift_evaluations = latest_evaluations(correlation_rows(settings), versions)
     signatures = [s for e in [*evaluations, *drift_evaluations] for s in e.signatures]
@@ -78,10 +82,11 @@ def build_report(out_dir: Path | str, settings: Settings | None = None, *, main_
     }
     html = render_page(sections, generated_at=datetime.now(UTC), code_version=ctx.code_version,
                        code_note=ctx.notes.marker(code_note), counts=counts)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    target = out / REPORT_FILE
-    tmp = out / f".{REPORT_FILE}.tmp-{os.getpid()}"
-    tmp.write_text(html, encoding="utf-8")
-    os.replace(tmp, target)
+    target = write_text(html, Path(out_dir) / REPORT_FILE)
+    evaluate_runs = sorted({r for e in [*evaluations, *drift_evaluations] for r in e.run_ids})
+    RunRecorder(settings, "report", inputs={"evaluate_runs": evaluate_runs,
+                                            "dataset_versions": sorted(v.digest for v in versions)},
+                parameters={"main_dataset": main_dataset, "sample_limit": sample_limit, "seed": seed},
+                started=started).record({"path": str(target.resolve()), **counts,
+                                         "sha256": hashlib.sha256(html.encode()).hexdigest()})
     return target
