@@ -50,7 +50,7 @@ def cached_signature_facts(kind: str, folder: Path | None, params: dict[str, Any
              "files": _folder_state(folder) if folder is not None and folder.is_dir() else None,
              "folder": str(folder) if folder is not None else None}
     key = hashlib.sha256(json.dumps(state, sort_keys=True, default=str).encode()).hexdigest()
-    path = load_settings().home / "cache" / "signatures.json"
+    path = load_settings().cache_dir / "signatures.json"
     try:
         cache = json.loads(path.read_text()) if path.exists() else {}
     except (OSError, ValueError):

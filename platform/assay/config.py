@@ -5,7 +5,8 @@ Settings are read from the environment on every call (never cached: tests change
 ``ASSAY_HOME`` (default ``~/.assay``)
     Root of all local state. Its sub-paths are defined once, as properties of :class:`Settings`:
     ``catalog.sqlite``, ``datasets/``, ``results/``, ``work/``, ``baselines/``, ``report/``,
-    ``fixtures/``, ``prefect/`` (Prefect's home) and ``server/`` (the background Prefect server).
+    ``fixtures/``, ``cache/``, ``prefect/`` (Prefect's home) and ``server/`` (the background Prefect
+    server).
 ``ASSAY_CATALOG_URL``
     Any SQLAlchemy URL for the catalog; PostgreSQL for a team
     (``postgresql+psycopg://user@host/db``). Default: the SQLite file in ``ASSAY_HOME``.
@@ -34,6 +35,7 @@ DEFAULT_SEED = 12345
 #: bootstrap and permutation resamples unless a user gives a number
 DEFAULT_RESAMPLES = 1000
 PREFECT_SERVER_MODES = ("background", "ephemeral")
+CATALOG_FILE = "catalog.sqlite"
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,7 @@ class Settings:
 
     @property
     def catalog_file(self) -> Path:
-        return self.home / "catalog.sqlite"
+        return self.home / CATALOG_FILE
 
     @property
     def datasets_dir(self) -> Path:
@@ -84,6 +86,11 @@ class Settings:
         return self.home / "fixtures"
 
     @property
+    def cache_dir(self) -> Path:
+        """Small caches that can be rebuilt (e.g. model weight digests by file size and time)."""
+        return self.home / "cache"
+
+    @property
     def prefect_home(self) -> Path:
         return self.home / "prefect"
 
@@ -107,7 +114,7 @@ def load_settings() -> Settings:
     url = os.environ.get("ASSAY_CATALOG_URL", "").strip()
     embedded = not url
     if embedded:
-        url = f"sqlite:///{home / 'catalog.sqlite'}"
+        url = f"sqlite:///{home / CATALOG_FILE}"
     data_dir = os.environ.get("ASSAY_DATA_DIR", "").strip()
     baseline_dir = os.environ.get("ASSAY_BASELINE_DIR", "").strip()
     server = os.environ.get("ASSAY_PREFECT_SERVER", "").strip() or "background"

@@ -56,7 +56,7 @@ class SignificanceClusters:
         for metric in self.ranking:
             if metric.name == name:
                 return metric.cluster
-        raise KeyError(name)
+        raise StatsInputError(f"{name!r} is not among the ranked metrics ({', '.join(m.name for m in self.ranking)})")
 
 
 def assign_clusters(p_values: npt.ArrayLike, *, alpha: float = 0.05) -> list[int]:
