@@ -12,6 +12,7 @@ from typing import Any
 from prefect import flow, task
 
 from assay import quality_drift as qd
+from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED
 from assay.metrics.registry import MetricSpec
 
 
@@ -45,9 +46,9 @@ def quality_drift_flow(
     dataset: str,
     metrics: list[dict[str, Any]],
     alphas: list[float] | None = None,
-    seed: int = qd.DEFAULT_SEED,
+    seed: int = DEFAULT_SEED,
     statistic: str = "kendall",
-    n_resamples: int = 1000,
+    n_resamples: int = DEFAULT_RESAMPLES,
     test_fraction: float = 0.5,
     binning: str = "quantile",
 ) -> list[dict[str, Any]]:

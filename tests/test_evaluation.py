@@ -200,3 +200,118 @@ def test_left_out_groups_are_left_out_for_every_metric(shared_data: Path) -> Non
     with session_scope() as session:
         run = session.get(Run, left_out["run_id"])
         assert run is not None and run.parameters["exclude_groups"] == ["en-ru"]
+
+
+# --- the same numbers as the first evaluation (commit 789ed3b, Python loops over replicates) -----
+#
+# Expected values below were computed with `git show 789ed3b:platform/assay/evaluation.py` (run with
+# that commit's checkout on PYTHONPATH) on the demo package scored as in the test: sentbleu, chrf
+# and ter on the judged segments, bleu, chrf and sentbleu on the full outputs; evaluate(seed=12345,
+# n_resamples=200), segment level with every SEG_STATS statistic, system level with every
+# SYS_STATS statistic. Tolerances: point estimates 1e-12 (they are computed by the same functions
+# and agree bit for bit); interval ends 1e-12 (same resample indices, replicates now from resample
+# counts, so they agree up to float summation order: 3.4e-16 here); p-values, ranks and clusters
+# exactly (counts over the same resamples and permutations).
+
+OLD_SEGMENT_ROWS = {  # (group, statistic) of sentbleu: (value, ci_low, ci_high)
+    ('all', 'acc23'): (0.7745098039215685, 0.6992647058823529, 0.8824346405228758),
+    ('all', 'acc_t'): (0.7745098039215685, 0.6992647058823529, 0.8824346405228758),
+    ('all', 'kendall'): (0.5696793598065599, 0.36184111453708073, 0.7688539481233739),
+    ('all', 'kendall_c'): (0.5693893298059964, 0.3554424452861953, 0.7475143019703204),
+    ('all', 'pearson'): (0.7332524880894268, 0.5271954703015036, 0.8663839816704757),
+    ('all', 'spearman'): (0.7368727265983572, 0.47284135585417636, 0.8864367606883132),
+    ('all', 'tau23'): (0.5490196078431373, 0.3985294117647059, 0.7648692810457516),
+    ('de-en', 'acc23'): (0.7320261437908496, 0.6078431372549019, 0.869607843137255),
+    ('de-en', 'acc_t'): (0.7320261437908496, 0.6078431372549019, 0.869607843137255),
+    ('de-en', 'kendall'): (0.49673231473200236, 0.18410210062499843, 0.7786898364661332),
+    ('de-en', 'kendall_c'): (0.49603174603174605, 0.18025042087542087, 0.7407407407407407),
+    ('de-en', 'pearson'): (0.685766891046079, 0.36501345265003593, 0.8471634956541644),
+    ('de-en', 'spearman'): (0.6601160210732765, 0.24698341378048225, 0.8996742424392705),
+    ('de-en', 'tau23'): (0.46405228758169936, 0.21568627450980393, 0.73921568627451),
+}
+OLD_SEGMENT_P_VALUES = {  # (group, statistic, better, worse): (p-value, test)
+    ('all', 'pearson', 'chrf', 'sentbleu'): (0.21, 'paired-bootstrap'),
+    ('all', 'pearson', 'chrf', 'ter'): (0.25, 'paired-bootstrap'),
+    ('all', 'pearson', 'sentbleu', 'ter'): (0.555, 'paired-bootstrap'),
+    ('de-en', 'kendall', 'chrf', 'sentbleu'): (0.19, 'perm-both'),
+    ('de-en', 'kendall', 'chrf', 'ter'): (0.41, 'perm-both'),
+    ('de-en', 'kendall', 'ter', 'sentbleu'): (0.395, 'perm-both'),
+    ('de-en', 'tau23', 'chrf', 'sentbleu'): (0.31, 'paired-bootstrap'),
+    ('de-en', 'tau23', 'chrf', 'ter'): (0.33, 'paired-bootstrap'),
+    ('de-en', 'tau23', 'sentbleu', 'ter'): (0.455, 'paired-bootstrap'),
+    ('fr-en', 'kendall_c', 'chrf', 'sentbleu'): (0.46, 'perm-both'),
+    ('fr-en', 'kendall_c', 'chrf', 'ter'): (0.28, 'perm-both'),
+    ('fr-en', 'kendall_c', 'sentbleu', 'ter'): (0.275, 'perm-both'),
+    ('fr-en', 'spearman', 'chrf', 'ter'): (0.285, 'perm-both'),
+    ('fr-en', 'spearman', 'sentbleu', 'chrf'): (0.44, 'perm-both'),
+    ('fr-en', 'spearman', 'sentbleu', 'ter'): (0.27, 'perm-both'),
+}
+OLD_SYSTEM_ROWS = {  # (group, statistic, metric): (value, ci_low, ci_high, rank, cluster)
+    ('all', 'pearson', 'bleu'): (0.9775257089788504, 0.873609521752041, 0.9935698836928957, 1, 1),
+    ('all', 'pearson', 'chrf'): (0.9709782837928407, 0.8730454532926581, 0.9955195413435315, 2, 1),
+    ('all', 'pearson', 'sentbleu'): (0.9638943120015764, 0.8391071154182332, 0.9870464283472246, 3, 1),
+    ('all', 'pearson', 'ter'): (0.9609807789861664, 0.7409597657787496, 0.9941589838036545, 4, 1),
+    ('de-en', 'kendall', 'bleu'): (1.0, 0.33333333333333337, 1.0, 1, 1),
+    ('de-en', 'kendall', 'chrf'): (1.0, 0.9833333333333337, 1.0, 2, 1),
+    ('de-en', 'kendall', 'sentbleu'): (1.0, 0.33333333333333337, 1.0, 3, 1),
+    ('de-en', 'kendall', 'ter'): (1.0, 0.33333333333333337, 1.0, 4, 1),
+    ('de-en', 'pearson', 'bleu'): (0.9550520923237384, 0.8325588834592039, 0.996944321972991, 2, 1),
+    ('de-en', 'pearson', 'chrf'): (0.9875945342703402, 0.8694745418869743, 0.9999993395845208, 1, 1),
+    ('de-en', 'pearson', 'sentbleu'): (0.9283211481264897, 0.8181900036667691, 0.9862186800717403, 4, 2),
+    ('de-en', 'pearson', 'ter'): (0.929663213120717, 0.5387124786498106, 0.9972841583611821, 3, 1),
+    ('fr-en', 'pearson', 'bleu'): (0.9999993256339623, 0.8161987299638426, 0.9999977786227713, 1, 1),
+    ('fr-en', 'pearson', 'chrf'): (0.9543620333153413, 0.7890338316469573, 0.9992611538259828, 4, 1),
+    ('fr-en', 'pearson', 'sentbleu'): (0.999467475876663, 0.8116373217211518, 0.9999649541906822, 2, 1),
+    ('fr-en', 'pearson', 'ter'): (0.9922983448516157, 0.8098694256403601, 0.9999940940192955, 3, 1),
+}
+OLD_SYSTEM_P_VALUES = {  # (group, statistic, better, worse): (p-value, test)
+    ('de-en', 'pearson', 'bleu', 'sentbleu'): (0.235, 'paired-bootstrap'),
+    ('de-en', 'pearson', 'bleu', 'ter'): (0.425, 'paired-bootstrap'),
+    ('de-en', 'pearson', 'chrf', 'bleu'): (0.105, 'paired-bootstrap'),
+    ('de-en', 'pearson', 'chrf', 'sentbleu'): (0.03, 'paired-bootstrap'),
+    ('de-en', 'pearson', 'chrf', 'ter'): (0.165, 'paired-bootstrap'),
+    ('de-en', 'pearson', 'ter', 'sentbleu'): (0.44, 'paired-bootstrap'),
+}
+
+
+def _short(signature: str) -> str:
+    return signature.split("|")[0]
+
+
+def _p_values(settings_home: Path, run_id: str) -> dict[tuple[str, str, str, str], tuple[float, str]]:
+    import pyarrow.parquet as pq
+
+    rows = [r for part in (settings_home / "results" / "significance").glob("*/part-*.parquet")
+            for r in pq.read_table(part).to_pylist() if r["run_id"] == run_id]
+    return {(r["group"], r["statistic"], _short(r["better"]), _short(r["worse"])): (r["p_value"], r["test"])
+            for r in rows}
+
+
+def test_numbers_equal_the_first_evaluation(isolated_assay_home: Path) -> None:
+    from assay.evaluation import SEG_STATS, SYS_STATS
+
+    ingest_path(DEMO_WMT)
+    for metric in ("sentbleu", "chrf", "ter"):
+        score("wmt99", metric)
+    for metric in ("bleu", "chrf", "sentbleu"):
+        score("wmt99", metric, scope="outputs")
+    seg = evaluate("wmt99", level="seg", statistics=list(SEG_STATS), seed=12345, n_resamples=200)
+    got = {(r["group"], r["statistic"]): r for r in seg["rows"] if r["metric"] == "sentbleu"}
+    for key, (value, low, high) in OLD_SEGMENT_ROWS.items():
+        row = got[key]
+        assert row["value"] == pytest.approx(value, abs=1e-12), key
+        assert (row["ci_low"], row["ci_high"]) == (pytest.approx(low, abs=1e-12), pytest.approx(high, abs=1e-12)), key
+    p_values = _p_values(isolated_assay_home, seg["run_id"])
+    for key, expected in OLD_SEGMENT_P_VALUES.items():
+        assert p_values[key] == expected, key
+
+    sys_level = evaluate("wmt99", level="sys", statistics=list(SYS_STATS), seed=12345, n_resamples=200)
+    by_metric = {(r["group"], r["statistic"], r["metric"]): r for r in sys_level["rows"]}
+    for key, (value, low, high, rank, cluster) in OLD_SYSTEM_ROWS.items():
+        row = by_metric[key]
+        assert row["value"] == pytest.approx(value, abs=1e-12), key
+        assert (row["ci_low"], row["ci_high"]) == (pytest.approx(low, abs=1e-12), pytest.approx(high, abs=1e-12)), key
+        assert (row["rank"], row["cluster"]) == (rank, cluster), key
+    p_values = _p_values(isolated_assay_home, sys_level["run_id"])
+    for key, expected in OLD_SYSTEM_P_VALUES.items():
+        assert p_values[key] == expected, key

@@ -4,20 +4,39 @@ For a pinned dataset version and a level (``seg`` or ``sys``), every metric scor
 version (or the ones asked for) is correlated with the human scores per group (language pair,
 task) and aspect, and averaged over groups (group ``all``, the plain mean, as the WMT and BLEURT
 tables report "avg"). Each number gets a percentile bootstrap confidence interval with a recorded
-seed, and metrics are ranked into significance clusters (mt-metrics-eval's rule, see
-:mod:`assay.stats.clusters`) from pairwise tests:
+seed, and metrics are ranked into significance clusters (mt-metrics-eval's rule,
+:func:`assay.stats.assign_clusters`) from pairwise tests:
 
-* segment level, per group: the PERM-BOTH paired permutation test (Deutsch et al., 2021, as in
-  mt-metrics-eval);
-* system level, Pearson: Williams' test for dependent correlations (Graham & Baldwin, 2014, used
-  by WMT since 2014);
-* everything else (the ``all`` mean, other system-level statistics, DARR Kendall-like): a paired
-  bootstrap test on the same resamples that give the confidence intervals.
+* segment level, per group: the PERM-BOTH paired permutation test (Deutsch et al. 2021, as in
+  mt-metrics-eval; :func:`assay.stats.permutation_tests`, one set of permutations per metric pair);
+* system level, Pearson: Williams' test for dependent correlations (Graham and Baldwin 2014, used
+  by WMT since 2014; :func:`assay.stats.williams_test`);
+* everything else (the ``all`` mean, other system-level statistics, DARR Kendall-like): the paired
+  bootstrap test (Koehn 2004) on the replicates that give the confidence intervals.
 
-Segment level follows BLEURT §5 / BERTScore §4 (WMT17: Kendall τ and Pearson r against DA z
-per language pair). System level follows WMT and BERTScore Table 1: a system's metric score is the
-corpus score for metrics that have one (BLEU, from summed sufficient statistics) and otherwise the
-mean of its segment scores over the full test set (``assay score --scope outputs``).
+Every statistic, interval, test and cluster is computed by the tested kernels of
+:mod:`assay.stats`; this module gathers the scores and stores the results. Resamples are drawn once
+per group (a named stream, :func:`assay.stats.bootstrap.resample_indices`:
+``numpy.random.default_rng([seed, salt])``, the salt from the group key) and shared by every metric
+and statistic of the group, so replicates are paired; every replicate is computed from the
+resample counts (:class:`assay.stats.resampled.ResampledPairs`).
+
+Segment level follows BLEURT §5 and BERTScore §4 (WMT17: Kendall τ and Pearson r against the DA
+z-score per language pair); the human score is :mod:`assay.datasets.human`'s. Tie-calibrated
+acc_23 (acc-t, Deutsch et al. 2023) keeps the tie threshold calibrated on the full sample in every
+replicate: recalibrating per replicate would widen the interval by the calibration's own variance,
+which the point estimate does not carry either. WMT DARR Kendall-like (Ma et al. 2018) comes from
+relative-ranking pairs over full test-set outputs, with the year's metric-tie policy.
+
+System level follows WMT and BERTScore Table 1: a system's metric score is the corpus score for
+metrics that have one (corpus BLEU, Papineni et al. 2002, from summed sufficient statistics) and
+otherwise the mean of its segment scores, over the items every system of the group produced
+(``assay score --scope outputs``). Resamples draw items, the systems staying fixed, as WMT's
+system-level bootstrap does. Whether a signature is corpus-level is read from what is stored (its
+rows carry sufficient statistics), not from the metric registry.
+
+Evaluate writes correlations, significance and, at system level, the system points the report
+draws (:mod:`assay.results.correlations`), and records the run (:class:`assay.runs.RunRecorder`).
 """
 
 from __future__ import annotations
@@ -31,6 +50,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -38,63 +58,74 @@ from assay.catalog.dataset_versions import resolve
 from assay.catalog.engine import session_scope
 from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED, Settings, load_settings
 from assay.datasets import store
+from assay.datasets.human import human_array, human_score
 from assay.errors import UsageError
 from assay.metrics.registry import metric_class
 from assay.provenance import code_version
 from assay.results import correlations, segment_scores
 from assay.runs import RecordedFile, RunRecorder, new_run_id
 from assay.stats import (
-    acc_23,
+    MetricTies,
     assign_clusters,
     kendall_like_from_pairs,
     metric_ties_for_wmt_year,
-    permutation_test,
+    permutation_tests,
     tie_calibration,
     williams_test,
 )
 from assay.stats.bootstrap import paired_bootstrap_p_value, percentile_interval, resample_indices
 from assay.stats.resampled import (
+    ResampledPairs,
     resample_counts,
     resampled_pair_share,
-    resampled_statistic,
     rowwise,
     scalar_statistic,
 )
+from assay.stats.significance import StatisticName
 from assay.stats.system_level import resampled_corpus_scores, resampled_system_scores, system_scores
+
+__all__ = [
+    "DEFAULT_STATS",
+    "SEG_STATS",
+    "SYS_STATS",
+    "ScoredMetric",
+    "digest_of",
+    "evaluate",
+    "score_lookup",
+    "scored_signatures",
+    "wanted_signatures",
+]
 
 SEG_STATS = ("pearson", "spearman", "kendall", "kendall_c", "kendall_like", "tau23", "acc23", "acc_t")
 SYS_STATS = ("pearson", "spearman", "kendall", "pairwise_accuracy")
 DEFAULT_STATS = {"seg": ("pearson", "kendall"), "sys": ("pearson", "kendall")}
-PERMUTATION_NAMES = {"pearson": "pearson", "spearman": "spearman", "kendall": "kendall_b", "kendall_c": "kendall_c"}
+MIN_SYSTEMS = 3
+"""System-level groups with fewer judged systems are not correlated."""
+PERMUTATION_NAMES: dict[str, StatisticName] = {
+    "pearson": "pearson", "spearman": "spearman", "kendall": "kendall_b", "kendall_c": "kendall_c",
+}
+"""Segment-level statistics with a PERM-BOTH test, by their name in :mod:`assay.stats.significance`."""
 
+FloatArray = npt.NDArray[np.float64]
+PairKey = tuple[str, str, str, str, str]
+"""(group, aspect, statistic, better signature, worse signature)."""
+
+
+# --- what is evaluated: stored signatures ---------------------------------------------------------
 
 @dataclass(frozen=True)
 class ScoredMetric:
+    """A metric signature with stored segment scores."""
+
     metric: str
     signature: str
-
-
-def _replicates(statistic: str, human: np.ndarray, metric: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """Every bootstrap replicate of ``statistic``, vectorised (:mod:`assay.stats.resampled`).
-
-    Tie-calibrated accuracy (acc-t, Deutsch et al. 2023) keeps the tie threshold calibrated on the
-    full sample: recalibrating per replicate costs a threshold search each time and would widen
-    the interval by the calibration's own variance, which the point estimate does not carry either.
-    """
-    if statistic == "acc_t":
-        epsilon = tie_calibration(human, metric, statistic="acc_23").epsilon if len(human) > 1 else 0.0
-        return resampled_statistic("acc23", human, metric, index, epsilon=epsilon,
-                                   scalar=lambda x, y: float(acc_23(x, y, epsilon=epsilon).value))
-    return resampled_statistic(statistic, human, metric, index, scalar=scalar_statistic(statistic))
-
-
-def _point(statistic: str, human: np.ndarray, metric: np.ndarray) -> float:
-    if statistic == "acc_t":
-        return float(tie_calibration(human, metric, statistic="acc_23").value)
-    return scalar_statistic(statistic)(human, metric)
+    has_sufficient_statistics: bool = False
+    """Its stored rows carry sufficient statistics: a corpus-level metric (corpus BLEU), whose
+    segment scores belong to another metric (sentBLEU) and are not evaluated at segment level."""
 
 
 def digest_of(values: Sequence[str]) -> str:
+    """The item set of a correlation: a digest of what it was computed on, order-free."""
     return hashlib.sha256("\n".join(sorted(values)).encode()).hexdigest()[:16]
 
 
@@ -105,20 +136,32 @@ def scored_signatures(settings: Settings) -> list[ScoredMetric]:
     for folder in sorted(root.glob("metric=*/sig=*")) if root.is_dir() else []:
         parts = sorted(folder.glob("part-*.parquet"))
         if parts:
-            signature = pq.read_table(parts[0], columns=["signature"]).column("signature")[0].as_py()
-            found.append(ScoredMetric(folder.parent.name.split("=", 1)[1], signature))
+            first = pq.read_table(parts[0], columns=["signature", "stats"]).slice(0, 1)
+            found.append(ScoredMetric(folder.parent.name.split("=", 1)[1], first.column("signature")[0].as_py(),
+                                      first.column("stats")[0].is_valid))
     return found
 
 
 def wanted_signatures(candidates: list[ScoredMetric], metrics: Sequence[str] | None) -> list[ScoredMetric]:
+    """The candidates a request names (a metric name, a signature or a signature prefix); all
+    of them when it names none."""
     if not metrics:
         return candidates
     return [c for c in candidates if any(c.metric == m or c.signature == m or c.signature.startswith(m + "|")
                                          for m in metrics)]
 
 
-def _protocol(info: dict[str, Any], protocol: str | None) -> tuple[str, str]:
-    """(protocol name, DARR metric-tie policy)."""
+def score_lookup(settings: Settings, scored: ScoredMetric, keys: set[str]) -> dict[str, tuple[float | None, Any]]:
+    """segment key -> (score, sufficient statistics) of the stored rows of ``keys``."""
+    table = segment_scores.read_scores(settings, scored.metric, scored.signature, keys)
+    return {k: (s, st) for k, s, st in zip(table.column("key").to_pylist(), table.column("score").to_pylist(),
+                                           table.column("stats").to_pylist(), strict=True)}
+
+
+# --- the job --------------------------------------------------------------------------------------
+
+def _protocol(info: dict[str, Any], protocol: str | None) -> tuple[str, MetricTies]:
+    """(protocol name, DARR metric-tie policy): from the request, else from the dataset's year."""
     if protocol:
         year = int(protocol[3:]) + 2000 if protocol.startswith("wmt") and protocol[3:].isdigit() else None
     else:
@@ -128,28 +171,135 @@ def _protocol(info: dict[str, Any], protocol: str | None) -> tuple[str, str]:
     return protocol, ties
 
 
-class _Resampler:
-    """Bootstrap resample indices shared by every metric of a group, so replicates are paired
-    (:func:`assay.stats.bootstrap.resample_indices`, one stream per group)."""
-
-    def __init__(self, seed: int, n_resamples: int) -> None:
-        self.seed, self.n_resamples = seed, n_resamples
-        self._cache: dict[tuple[str, int], np.ndarray] = {}
-
-    def indices(self, group_key: str, size: int) -> np.ndarray:
-        key = (group_key, size)
-        if key not in self._cache:
-            self._cache[key] = resample_indices(self.seed, group_key, self.n_resamples, size)
-        return self._cache[key]
+def _check_request(level: str, statistics: Sequence[str] | None) -> list[str]:
+    if level not in ("seg", "sys"):
+        raise UsageError(f"unknown level {level!r} (expected seg or sys)")
+    allowed = SEG_STATS if level == "seg" else SYS_STATS
+    chosen = list(statistics or DEFAULT_STATS[level])
+    unknown = [s for s in chosen if s not in allowed]
+    if unknown:
+        raise UsageError(f"statistic(s) {unknown} not available at level {level} (choose from {', '.join(allowed)})")
+    return chosen
 
 
-def _array(values: np.ndarray | None) -> np.ndarray:
-    return np.empty(0) if values is None else values
+def evaluate(
+             dataset: str,
+             *,
+             level: str = "seg",
+             metrics: Sequence[str] | None = None,
+             statistics: Sequence[str] | None = None,
+             seed: int = DEFAULT_SEED,
+             n_resamples: int = DEFAULT_RESAMPLES,
+             alpha: float = 0.05,
+             protocol: str | None = None,
+             exclude_groups: Sequence[str] = (),
+             settings: Settings | None = None,
+) -> dict[str, Any]:
+    """Evaluate the metrics scored on a dataset version; writes correlations, significance and (at
+    system level) system points to the results store and a run to the catalog, and returns the rows."""
+    settings = settings or load_settings()
+    started = time.time()
+    chosen = _check_request(level, statistics)
+    with session_scope(settings) as session:
+        version = resolve(session, dataset)
+        name, number, digest, store_path, info = (version.dataset.name, version.number, version.digest,
+                                                  version.store_path, dict(version.info))
+    protocol_name, metric_ties = _protocol(info, protocol)
+    candidates = wanted_signatures(scored_signatures(settings), metrics)
+    resamples = _Resamples(seed, n_resamples)
+    excluded = frozenset(exclude_groups)
+    if level == "seg":
+        cells, skipped = _segment_cells(settings, store_path, candidates, chosen, metric_ties, resamples, excluded)
+    else:
+        cells, skipped = _system_cells(settings, store_path, candidates, chosen, resamples, excluded)
+    if not cells:
+        hint = ("score it first, e.g. `assay score --dataset " + dataset + " --metric sentbleu`" if level == "seg"
+                else "system level needs full test-set scores: `assay score --dataset " + dataset
+                + " --metric bleu --scope outputs`")
+        raise UsageError(f"no metric scores cover {name}@{number} at level {level}; {hint}"
+                         + (f" (incomplete: {', '.join(skipped)})" if skipped else ""))
+    cells += _group_means(cells)
+    p_values = _significance(cells, level, seed, n_resamples)
+    run_id = new_run_id()
+    version_fields = {"run_id": run_id, "dataset": name, "dataset_version": number}
+    records = _correlation_records(_ranked_rows(cells, p_values, alpha), version_fields, digest, level,
+                                   protocol_name, seed, n_resamples)
+    files = _write(settings, name, run_id, [
+        (correlations.CORRELATIONS_ROOT, correlations.CORRELATIONS, records),
+        (correlations.SIGNIFICANCE_ROOT, correlations.SIGNIFICANCE,
+         _significance_records(p_values, version_fields, level)),
+        (correlations.SYSTEM_POINTS_ROOT, correlations.SYSTEM_POINTS,
+         _system_point_records(cells, version_fields, level, chosen[0])),
+    ])
+    recorder = RunRecorder(
+        settings, "evaluate",
+        inputs={"dataset": name, "version": number, "dataset_digest": digest,
+                "signatures": sorted({c.scored.signature for c in cells})},
+        parameters={"level": level, "statistics": chosen, "seed": seed, "n_resamples": n_resamples,
+                    "alpha": alpha, "protocol": protocol_name, "exclude_groups": sorted(excluded),
+                    "metrics": list(metrics or [])},
+        run_id=run_id, started=started)
+    seconds = recorder.record({"rows": len(records), "skipped": skipped, "files": [f.path for f in files]}, files)
+    public = [{k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in r.items()} for r in records]
+    return {"run_id": run_id, "dataset": f"{name}@{number}", "level": level, "protocol": protocol_name,
+            "rows": public, "skipped": skipped, "seconds": seconds}
 
 
-def _ci(replicates: np.ndarray) -> tuple[float | None, float | None]:
-    low, high = percentile_interval(replicates)
-    return (None, None) if np.isnan(low) else (low, high)
+def _correlation_records(rows: list[tuple[_Cell, int | None, int | None]], version_fields: dict[str, Any],
+                         digest: str, level: str, protocol: str, seed: int, n_resamples: int
+                         ) -> list[dict[str, Any]]:
+    now = datetime.now(UTC)
+    records = []
+    for c, rank, cluster in rows:
+        ci_low, ci_high = c.interval()
+        records.append({
+            **version_fields, "dataset_digest": digest, "level": level, "group": c.group, "aspect": c.aspect,
+            "metric": c.scored.metric, "signature": c.scored.signature, "statistic": c.statistic, "value": c.value,
+            "ci_low": ci_low, "ci_high": ci_high, "n": c.n, "n_excluded": c.n_excluded, "item_set": c.item_set,
+            "protocol": protocol, "rank": rank, "cluster": cluster, "seed": seed, "n_resamples": n_resamples,
+            "code_version": code_version(), "created_at": now,
+        })
+    return records
+
+
+def _significance_records(p_values: dict[PairKey, tuple[float, str]], version_fields: dict[str, Any], level: str
+                          ) -> list[dict[str, Any]]:
+    return [{**version_fields, "level": level, "group": g, "aspect": a, "statistic": s, "better": b, "worse": w,
+             "p_value": p, "test": t} for (g, a, s, b, w), (p, t) in p_values.items()]
+
+
+def _system_point_records(cells: list[_Cell], version_fields: dict[str, Any], level: str, statistic: str
+                          ) -> list[dict[str, Any]]:
+    """The system-level points behind the correlations (the same for every statistic: the first's)."""
+    return [{**version_fields, "level": level, "group": c.group, "aspect": c.aspect, "metric": c.scored.metric,
+             "signature": c.scored.signature, "system": system, "human": float(h), "metric_score": float(m)}
+            for c in cells if c.systems is not None and c.human is not None and c.metric_values is not None
+            and c.statistic == statistic
+            for system, h, m in zip(c.systems, c.human, c.metric_values, strict=True)]
+
+
+def _write(settings: Settings, dataset: str, run_id: str,
+           tables: list[tuple[str, pa.Schema, list[dict[str, Any]]]]) -> list[RecordedFile]:
+    """One immutable part per table (correlations and significance always; system points when any)."""
+    files = []
+    for root, schema, rows in tables:
+        if rows or root != correlations.SYSTEM_POINTS_ROOT:
+            path = correlations.write_part(settings, root, dataset, run_id, pa.Table.from_pylist(rows, schema=schema),
+                                           schema)
+            files.append(RecordedFile.of(settings, path, path.parts[1], len(rows)))
+    return files
+
+
+# --- cells and their shared resamples -------------------------------------------------------------
+
+def _judgment_table(settings: Settings, store_path: str, name: str, excluded: frozenset[str]) -> pa.Table:
+    """The stored table ``name`` (``segments``, ``systems``, ``outputs``, ``rankings``) without the
+    rows of the ``excluded`` groups."""
+    table = store.read_table(settings, store_path, name)
+    if not excluded or table.num_rows == 0:
+        return table
+    keep = [g not in excluded for g in table.column("group").to_pylist()]
+    return table.filter(pa.array(keep, pa.bool_()))
 
 
 @dataclass
@@ -161,140 +311,107 @@ class _Cell:
     statistic: str
     scored: ScoredMetric
     value: float | None
-    replicates: np.ndarray
+    replicates: FloatArray
     n: int
     n_excluded: int
     item_set: str
-    human: np.ndarray | None = None
-    metric_values: np.ndarray | None = None
+    human: FloatArray | None = None
+    """The human scores correlated (None for the ``all`` mean and DARR pairs)."""
+    metric_values: FloatArray | None = None
+    """The metric scores correlated, parallel to ``human``."""
     systems: list[str] | None = None
     """System level: the system of each entry of ``human``/``metric_values`` (the stored points)."""
 
+    def interval(self, confidence: float = 0.95) -> tuple[float | None, float | None]:
+        """The percentile bootstrap interval; (None, None) when no replicate is defined."""
+        low, high = percentile_interval(self.replicates, confidence)
+        return (None, None) if np.isnan(low) else (low, high)
 
-def evaluate(
-    dataset: str,
-    *,
-    level: str = "seg",
-    metrics: Sequence[str] | None = None,
-    statistics: Sequence[str] | None = None,
-    seed: int = DEFAULT_SEED,
-    n_resamples: int = DEFAULT_RESAMPLES,
-    alpha: float = 0.05,
-    protocol: str | None = None,
-    exclude_groups: Sequence[str] = (),
-    settings: Settings | None = None,
-) -> dict[str, Any]:
-    """Evaluate the metrics scored on a dataset version; writes correlations and significance
-    parts to the results store and a run to the catalog, and returns the rows."""
-    settings = settings or load_settings()
-    started = time.time()
-    if level not in ("seg", "sys"):
-        raise UsageError(f"unknown level {level!r} (expected seg or sys)")
-    allowed = SEG_STATS if level == "seg" else SYS_STATS
-    statistics = list(statistics or DEFAULT_STATS[level])
-    unknown = [s for s in statistics if s not in allowed]
-    if unknown:
-        raise UsageError(f"statistic(s) {unknown} not available at level {level} (choose from {', '.join(allowed)})")
-    with session_scope(settings) as session:
-        version = resolve(session, dataset)
-        name, number, digest, store_path, info = (version.dataset.name, version.number, version.digest,
-                                                  version.store_path, dict(version.info))
-    protocol_name, metric_ties = _protocol(info, protocol)
-    candidates = wanted_signatures(scored_signatures(settings), metrics)
-    resampler = _Resampler(seed, n_resamples)
-    excluded = frozenset(exclude_groups)
-    if level == "seg":
-        cells, skipped = _segment_cells(settings, store_path, candidates, statistics, metric_ties, resampler,
-                                        excluded)
-    else:
-        cells, skipped = _system_cells(settings, store_path, candidates, statistics, resampler, excluded)
-    if not cells:
-        hint = ("score it first, e.g. `assay score --dataset " + dataset + " --metric sentbleu`" if level == "seg"
-                else "system level needs full test-set scores: `assay score --dataset " + dataset
-                + " --metric bleu --scope outputs`")
-        raise UsageError(f"no metric scores cover {name}@{number} at level {level}; {hint}"
-                         + (f" (incomplete: {', '.join(skipped)})" if skipped else ""))
-    cells += _group_means(cells)
-    significance = _significance(cells, level, seed, n_resamples)
-    run_id = new_run_id()
-    now = datetime.now(UTC)
-    rows = _ranked_rows(cells, significance, alpha)
-    records = [{
-        "run_id": run_id, "dataset": name, "dataset_version": number, "dataset_digest": digest, "level": level,
-        "group": c.group, "aspect": c.aspect, "metric": c.scored.metric, "signature": c.scored.signature,
-        "statistic": c.statistic, "value": c.value, "ci_low": _ci(c.replicates)[0], "ci_high": _ci(c.replicates)[1],
-        "n": c.n, "n_excluded": c.n_excluded, "item_set": c.item_set, "protocol": protocol_name,
-        "rank": rank, "cluster": cluster, "seed": seed, "n_resamples": n_resamples,
-        "code_version": code_version(), "created_at": now,
-    } for c, rank, cluster in rows]
-    sig_records = [{"run_id": run_id, "dataset": name, "dataset_version": number, "level": level, "group": g,
-                    "aspect": a, "statistic": s, "better": b, "worse": w, "p_value": p, "test": t}
-                   for (g, a, s, b, w), (p, t) in significance.items()]
-    point_records = [{"run_id": run_id, "dataset": name, "dataset_version": number, "level": level,
-                      "group": c.group, "aspect": c.aspect, "metric": c.scored.metric, "signature": c.scored.signature,
-                      "system": system, "human": float(h), "metric_score": float(m)}
-                     for c in cells if c.systems is not None and c.statistic == statistics[0]
-                     for system, h, m in zip(c.systems, _array(c.human), _array(c.metric_values), strict=True)]
-    tables: list[tuple[str, pa.Schema, list[dict[str, Any]]]] = [
-              (correlations.CORRELATIONS_ROOT, correlations.CORRELATIONS, records),
-              (correlations.SIGNIFICANCE_ROOT, correlations.SIGNIFICANCE, sig_records),
-              (correlations.SYSTEM_POINTS_ROOT, correlations.SYSTEM_POINTS, point_records)]
-    files = []
-    for root, schema, table_rows in tables:
-        if table_rows or root != correlations.SYSTEM_POINTS_ROOT:
-            table = pa.Table.from_pylist(table_rows, schema=schema)
-            path = correlations.write_part(settings, root, name, run_id, table, schema)
-            files.append(RecordedFile.of(settings, path, path.parts[1], len(table_rows)))
-    recorder = RunRecorder(
-        settings, "evaluate",
-        inputs={"dataset": name, "version": number, "dataset_digest": digest,
-                "signatures": sorted({c.scored.signature for c in cells})},
-        parameters={"level": level, "statistics": statistics, "seed": seed, "n_resamples": n_resamples,
-                    "alpha": alpha, "protocol": protocol_name, "exclude_groups": sorted(excluded),
-                    "metrics": list(metrics or [])},
-        run_id=run_id, started=started)
-    seconds = recorder.record({"rows": len(records), "skipped": skipped, "files": [f.path for f in files]}, files)
-    public = [{k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in r.items()} for r in records]
-    return {"run_id": run_id, "dataset": f"{name}@{number}", "level": level, "protocol": protocol_name,
-            "rows": public, "skipped": skipped, "seconds": seconds}
+    def paired_with(self, other: _Cell) -> bool:
+        """Both cells correlate the same human scores on the same items (a paired test applies)."""
+        return self.human is not None and other.human is not None and self.item_set == other.item_set
 
 
-def score_lookup(settings: Settings, scored: ScoredMetric, keys: set[str]) -> dict[str, tuple[float | None, Any]]:
-    table = segment_scores.read_scores(settings, scored.metric, scored.signature, keys)
-    return {k: (s, st) for k, s, st in zip(table.column("key").to_pylist(), table.column("score").to_pylist(),
-                                           table.column("stats").to_pylist(), strict=True)}
+class _Resamples:
+    """The bootstrap resamples of each group: indices and counts, drawn once, shared by every
+    metric of the group so that replicates are paired."""
+
+    def __init__(self, seed: int, n_resamples: int) -> None:
+        self.seed, self.n_resamples = seed, n_resamples
+        self._indices: dict[tuple[str, int], npt.NDArray[np.intp]] = {}
+        self._counts: dict[tuple[str, int], FloatArray] = {}
+
+    def indices(self, stream: str, size: int) -> npt.NDArray[np.intp]:
+        """``(n_resamples, size)`` drawn row indices of ``stream``."""
+        key = (stream, size)
+        if key not in self._indices:
+            self._indices[key] = resample_indices(self.seed, stream, self.n_resamples, size)
+        return self._indices[key]
+
+    def counts(self, stream: str, size: int) -> FloatArray:
+        """``(n_resamples, size)``: how often each row is drawn in each resample of ``stream``."""
+        key = (stream, size)
+        if key not in self._counts:
+            self._counts[key] = resample_counts(self.indices(stream, size), size)
+        return self._counts[key]
 
 
-def _table(settings: Settings, store_path: str, name: str, excluded: frozenset[str]) -> pa.Table:
-    """A stored table without the groups the request leaves out (e.g. language pairs a model-based
-    metric does not cover, so every metric is evaluated on the same items)."""
-    table = store.read_table(settings, store_path, name)
-    if not excluded or table.num_rows == 0:
-        return table
-    keep = [g not in excluded for g in table.column("group").to_pylist()]
-    return table.filter(pa.array(keep, pa.bool_()))
+def _group_means(cells: list[_Cell]) -> list[_Cell]:
+    """Group ``all``: the plain mean over groups (the "avg" of the WMT and BLEURT tables), its
+    replicates the mean of the paired group replicates."""
+    means = []
+    keyed: dict[tuple[str, str, str], list[_Cell]] = {}
+    for c in cells:
+        keyed.setdefault((c.aspect, c.statistic, c.scored.signature), []).append(c)
+    for (aspect, statistic, _), group_cells in sorted(keyed.items()):
+        values = [c.value for c in group_cells]
+        if len(group_cells) < 2 or any(v is None for v in values):
+            continue
+        means.append(_Cell(
+            "all", aspect, statistic, group_cells[0].scored, float(np.mean([v for v in values if v is not None])),
+            np.mean(np.vstack([c.replicates for c in group_cells]), axis=0), sum(c.n for c in group_cells),
+            sum(c.n_excluded for c in group_cells), digest_of([c.item_set for c in group_cells])))
+    return means
 
 
-def _segment_cells(settings: Settings, store_path: str, candidates: list[ScoredMetric], statistics: list[str],
-                   metric_ties: str, resampler: _Resampler, excluded: frozenset[str]) -> tuple[list[_Cell], list[str]]:
-    segments = _table(settings, store_path, "segments", excluded)
-    darr = (_darr_cells(settings, store_path, candidates, metric_ties, resampler, excluded)
+# --- segment level --------------------------------------------------------------------------------
+
+def _statistic(statistic: str, human: FloatArray, metric: FloatArray, pairs: ResampledPairs
+               ) -> tuple[float, FloatArray]:
+    """(point estimate, replicates) of one statistic; NaN where undefined."""
+    if human.size < 2:
+        return float("nan"), np.full(pairs.counts.shape[0], np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scipy warns on constant input; the value is NaN
+        if statistic == "acc_t":
+            calibrated = tie_calibration(human, metric, statistic="acc_23")
+            return float(calibrated.value), pairs.acc23(calibrated.epsilon)
+        return scalar_statistic(statistic)(human, metric), pairs.statistic(statistic)
+
+
+def _segment_cells(settings: Settings, store_path: str, candidates: list[ScoredMetric], statistics: Sequence[str],
+                   metric_ties: MetricTies, resamples: _Resamples, excluded: frozenset[str]
+                  ) -> tuple[list[_Cell], list[str]]:
+    """The cells of every segment-level metric, and the signatures left out for unscored segments."""
+    segments = _judgment_table(settings, store_path, "segments", excluded)
+    darr = (_darr_cells(settings, store_path, candidates, metric_ties, resamples, excluded)
             if "kendall_like" in statistics else [])
     if segments.num_rows == 0:
         return darr, []  # e.g. WMT18: relative rankings only
-    seg = segments.to_pydict()
+    seg = segments.select(["group", "aspect", "source", "references", "candidate", "human_z", "human_raw"]
+                          ).to_pydict()
     keys = [segment_scores.segment_key(s, r, c)
             for s, r, c in zip(seg["source"], seg["references"], seg["candidate"], strict=True)]
-    human = np.array([z if z is not None else (r if r is not None else np.nan)
-                      for z, r in zip(seg["human_z"], seg["human_raw"], strict=True)], dtype=np.float64)
+    human = human_array(seg)
     groups: dict[tuple[str, str], list[int]] = {}
     for i, (g, a) in enumerate(zip(seg["group"], seg["aspect"], strict=True)):
         groups.setdefault((g, a), []).append(i)
+    correlated = [s for s in statistics if s != "kendall_like"]
     cells: list[_Cell] = []
     skipped: list[str] = []
     key_set = set(keys)
     for scored in candidates:
-        if metric_class(scored.metric).has_sufficient_statistics:
+        if scored.has_sufficient_statistics:
             continue  # a corpus-level metric (BLEU): its segment scores are another metric's (sentbleu)
         lookup = score_lookup(settings, scored, key_set)
         if not key_set <= lookup.keys():
@@ -306,26 +423,22 @@ def _segment_cells(settings: Settings, store_path: str, candidates: list[ScoredM
             idx = np.array(index)
             ok = idx[~np.isnan(human[idx]) & ~np.isnan(scores[idx])]
             item_set = digest_of([keys[i] for i in ok])
-            for statistic in statistics:
-                if statistic == "kendall_like":
-                    continue  # from DARR pairs below
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    value = _point(statistic, human[ok], scores[ok]) if len(ok) > 1 else float("nan")
-                replicates = _replicates(statistic, human[ok], scores[ok],
-                                         resampler.indices(f"seg/{group}/{aspect}", len(ok)))
+            h, m = human[ok], scores[ok]
+            pairs = ResampledPairs(h, m, resamples.counts(f"seg/{group}/{aspect}", len(ok)))
+            for statistic in correlated:
+                value, replicates = _statistic(statistic, h, m, pairs)
                 cells.append(_Cell(group, aspect, statistic, scored, None if np.isnan(value) else value, replicates,
-                                   len(ok), len(idx) - len(ok), item_set, human[ok], scores[ok]))
+                                  len(ok), len(idx) - len(ok), item_set, h, m))
     return cells + darr, skipped
 
 
-def _darr_cells(settings: Settings, store_path: str, candidates: list[ScoredMetric], metric_ties: str,
-                resampler: _Resampler, excluded: frozenset[str]) -> list[_Cell]:
+def _darr_cells(settings: Settings, store_path: str, candidates: list[ScoredMetric], metric_ties: MetricTies,
+                resamples: _Resamples, excluded: frozenset[str]) -> list[_Cell]:
     """WMT DARR Kendall-like from relative-ranking pairs over full test-set outputs."""
-    rankings = _table(settings, store_path, "rankings", excluded).to_pylist()
+    rankings = _judgment_table(settings, store_path, "rankings", excluded).to_pylist()
     if not rankings:
         return []
-    outputs = _table(settings, store_path, "outputs", excluded).to_pylist()
+    outputs = _judgment_table(settings, store_path, "outputs", excluded).to_pylist()
     key_of = {(o["group"], o["system"], o["segment_id"]): segment_scores.segment_key(o["source"], o["references"],
                                                                                        o["candidate"])
               for o in outputs}
@@ -333,31 +446,35 @@ def _darr_cells(settings: Settings, store_path: str, candidates: list[ScoredMetr
               key_of.get((r["group"], r["worse_system"], r["segment_id"]))) for r in rankings]
     pairs_found = [(g, b, w) for g, b, w in pairs if b and w]
     cells = []
-    keys: set[str] = {k for _, b, w in pairs_found for k in (b, w)}
+    keys: set[str] = {k for _, b, w in pairs_found for k in (b, w) if k}
     for scored in candidates:
-        if metric_class(scored.metric).has_sufficient_statistics:
+        if scored.has_sufficient_statistics:
             continue  # corpus-level metric: not a segment-level metric
         lookup = score_lookup(settings, scored, keys)
         if not keys <= lookup.keys():
             continue
         by_group: dict[str, list[tuple[float | None, float | None]]] = {}
         for group, better, worse in pairs_found:
-            by_group.setdefault(group, []).append((lookup[better][0], lookup[worse][0]))
+            if better and worse:
+                by_group.setdefault(group, []).append((lookup[better][0], lookup[worse][0]))
         for group, values in sorted(by_group.items()):
             b = np.array([v[0] for v in values], dtype=np.float64)
             w = np.array([v[1] for v in values], dtype=np.float64)
-            result = kendall_like_from_pairs(b, w, metric_ties=metric_ties)  # type: ignore[arg-type]
-            index = resampler.indices(f"darr/{group}", len(b))
-            replicates = resampled_pair_share(b, w, index, ties_are_discordant=metric_ties == "discordant")
+            result = kendall_like_from_pairs(b, w, metric_ties=metric_ties)
+            replicates = resampled_pair_share(b, w, resamples.indices(f"darr/{group}", len(b)),
+                                              ties_are_discordant=metric_ties == "discordant")
             cells.append(_Cell(group, "darr", "kendall_like", scored, result.value, replicates, len(b), 0,
-                               digest_of([f"{x}>{y}" for g, x, y in pairs_found if g == group])))
+                              digest_of([f"{x}>{y}" for g, x, y in pairs_found if g == group and x and y])))
     return cells
 
 
-def _system_cells(settings: Settings, store_path: str, candidates: list[ScoredMetric], statistics: list[str],
-                  resampler: _Resampler, excluded: frozenset[str]) -> tuple[list[_Cell], list[str]]:
-    systems = _table(settings, store_path, "systems", excluded).to_pylist()
-    outputs = _table(settings, store_path, "outputs", excluded)
+# --- system level ---------------------------------------------------------------------------------
+
+def _system_cells(settings: Settings, store_path: str, candidates: list[ScoredMetric], statistics: Sequence[str],
+                  resamples: _Resamples, excluded: frozenset[str]) -> tuple[list[_Cell], list[str]]:
+    """The cells of every metric scored on the full test sets, and the signatures left out."""
+    systems = _judgment_table(settings, store_path, "systems", excluded).to_pylist()
+    outputs = _judgment_table(settings, store_path, "outputs", excluded)
     if not systems or outputs.num_rows == 0:
         return [], []
     out = outputs.to_pydict()
@@ -365,11 +482,12 @@ def _system_cells(settings: Settings, store_path: str, candidates: list[ScoredMe
     for g, s, sid, src, refs, cand in zip(out["group"], out["system"], out["segment_id"], out["source"],
                                          out["references"], out["candidate"], strict=True):
         by_system.setdefault((g, s), {})[sid] = segment_scores.segment_key(src, refs, cand)
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str], list[tuple[dict[str, Any], float]]] = {}
     for row in systems:
-        if row["output_system"] and row["human_z"] is not None and (row["group"], row["output_system"]) in by_system:
-            groups.setdefault((row["group"], row["aspect"]), []).append(row)
-    all_keys = {k for rows in groups.values() for r in rows
+        judged = human_score(row["human_z"], row["human_raw"])
+        if row["output_system"] and judged is not None and (row["group"], row["output_system"]) in by_system:
+            groups.setdefault((row["group"], row["aspect"]), []).append((row, float(judged)))
+    all_keys = {k for rows in groups.values() for r, _ in rows
                 for k in by_system[(r["group"], r["output_system"])].values()}
     cells: list[_Cell] = []
     skipped: list[str] = []
@@ -379,17 +497,16 @@ def _system_cells(settings: Settings, store_path: str, candidates: list[ScoredMe
             if lookup:
                 skipped.append(f"{scored.signature} ({len(all_keys - lookup.keys())} outputs unscored)")
             continue
-        metric = metric_class(scored.metric)
-        corpus = metric.has_sufficient_statistics
-        corpus_score = metric().corpus_score if corpus else None
+        # the corpus aggregate is the metric's own (its formula lives with the metric)
+        corpus_score = metric_class(scored.metric)().corpus_score if scored.has_sufficient_statistics else None
         for (group, aspect), rows in sorted(groups.items()):
-            if len(rows) < 3:
+            if len(rows) < MIN_SYSTEMS:
                 continue
-            items = sorted(set.intersection(*(set(by_system[(group, r["output_system"])]) for r in rows)),
+            items = sorted(set.intersection(*(set(by_system[(group, r["output_system"])]) for r, _ in rows)),
                            key=lambda s: (len(s), s))
-            human = np.array([r["human_z"] for r in rows], dtype=np.float64)
-            keys = [[by_system[(group, r["output_system"])][i] for i in items] for r in rows]
-            counts = resample_counts(resampler.indices(f"sys/{group}/{aspect}", len(items)), len(items))
+            human = np.array([h for _, h in rows], dtype=np.float64)
+            keys = [[by_system[(group, r["output_system"])][i] for i in items] for r, _ in rows]
+            counts = resamples.counts(f"sys/{group}/{aspect}", len(items))
             if corpus_score is not None:
                 # systems x items x sufficient statistics; the system score is the corpus score
                 stats = np.array([[lookup[k][1] for k in row] for row in keys], dtype=np.float64)
@@ -399,78 +516,95 @@ def _system_cells(settings: Settings, store_path: str, candidates: list[ScoredMe
                 matrix = np.array([[lookup[k][0] for k in row] for row in keys], dtype=np.float64)
                 metric_sys = system_scores(matrix)
                 resampled = resampled_system_scores(matrix, counts)  # replicates x systems
-            item_set = digest_of([r["system"] for r in rows] + [f"items:{len(items)}"])
+            item_set = digest_of([r["system"] for r, _ in rows] + [f"items:{len(items)}"])
+            names = [r["system"] for r, _ in rows]
             for statistic in statistics:
                 with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    value = _point(statistic, human, metric_sys)
-                replicates = rowwise(statistic, human, resampled)
+                    warnings.simplefilter("ignore")  # constant system scores: the value is NaN
+                    value = scalar_statistic(statistic)(human, metric_sys)
                 cells.append(_Cell(group, aspect, statistic, scored, None if np.isnan(value) else value,
-                                   replicates, len(rows), 0, item_set, human, metric_sys,
-                                   [r["system"] for r in rows]))
+                                  rowwise(statistic, human, resampled), len(rows), 0, item_set, human, metric_sys,
+                                  names))
     return cells, skipped
 
 
-def _group_means(cells: list[_Cell]) -> list[_Cell]:
-    """Group ``all``: the plain mean over groups, its replicates the mean of paired replicates."""
-    means = []
-    keyed: dict[tuple[str, str, str], list[_Cell]] = {}
-    for c in cells:
-        keyed.setdefault((c.aspect, c.statistic, c.scored.signature), []).append(c)
-    for (aspect, statistic, _), group_cells in sorted(keyed.items()):
-        if len(group_cells) < 2 or any(c.value is None for c in group_cells):
+# --- ranks, significance and clusters -------------------------------------------------------------
+
+def _ranked(slot: list[_Cell]) -> list[tuple[_Cell, float]]:
+    """The defined cells of a slot by decreasing value (ties keep their order)."""
+    defined = [(c, c.value) for c in slot if c.value is not None]
+    return sorted(defined, key=lambda pair: -pair[1])
+
+
+def _permutation_p_values(requests: dict[tuple[str, str, str, str], dict[str, tuple[_Cell, _Cell]]], seed: int,
+                          n_resamples: int) -> dict[PairKey, tuple[float, str]]:
+    """PERM-BOTH p-values, one set of permutations per (group, aspect, metric pair) for all its
+    statistics and both directions (:func:`assay.stats.significance.permutation_tests`: each
+    p-value equals :func:`assay.stats.permutation_test` with the better metric first)."""
+    result: dict[PairKey, tuple[float, str]] = {}
+    for (group, aspect, first, _), by_statistic in requests.items():
+        statistics = sorted(by_statistic)
+        x = next(c for pair in by_statistic.values() for c in pair if c.scored.signature == first)
+        y = next(c for pair in by_statistic.values() for c in pair if c.scored.signature != first)
+        if x.human is None or x.metric_values is None or y.metric_values is None:
             continue
-        means.append(_Cell(
-            "all", aspect, statistic, group_cells[0].scored, float(np.mean([c.value for c in group_cells])),
-            np.mean(np.vstack([c.replicates for c in group_cells]), axis=0), sum(c.n for c in group_cells),
-            sum(c.n_excluded for c in group_cells), digest_of([c.item_set for c in group_cells])))
-    return means
-
-
-def _significance(cells: list[_Cell], level: str, seed: int, n_resamples: int
-                  ) -> dict[tuple[str, str, str, str, str], tuple[float, str]]:
-    """p-values that the higher-valued metric of each pair truly correlates better."""
-    by_slot: dict[tuple[str, str, str], list[_Cell]] = {}
-    for c in cells:
-        if c.value is not None:
-            by_slot.setdefault((c.group, c.aspect, c.statistic), []).append(c)
-    result = {}
-    for (group, aspect, statistic), slot in by_slot.items():
-        slot.sort(key=lambda c: -float(c.value))  # type: ignore[arg-type]
-        for i, better in enumerate(slot):
-            for worse in slot[i + 1:]:
-                p, test = _pair_p_value(better, worse, level, statistic, seed, n_resamples)
-                result[(group, aspect, statistic, better.scored.signature, worse.scored.signature)] = (p, test)
+        tests = permutation_tests(x.human, x.metric_values, y.metric_values,
+                                  statistics=[PERMUTATION_NAMES[s] for s in statistics], n_resamples=n_resamples,
+                                  seed=seed)
+        for statistic, (x_over_y, y_over_x) in zip(statistics, tests, strict=True):
+            better, worse = by_statistic[statistic]
+            test = x_over_y if better.scored.signature == first else y_over_x
+            result[(group, aspect, statistic, better.scored.signature, worse.scored.signature)] = \
+                (test.p_value, "perm-both")
     return result
 
 
-def _pair_p_value(better: _Cell, worse: _Cell, level: str, statistic: str, seed: int,
-                  n_resamples: int) -> tuple[float, str]:
-    paired = better.human is not None and worse.human is not None and better.item_set == worse.item_set
-    if paired and level == "seg" and statistic in PERMUTATION_NAMES:
-        result = permutation_test(better.human, better.metric_values, worse.metric_values,  # type: ignore[arg-type]
-                                  statistic=PERMUTATION_NAMES[statistic], n_resamples=n_resamples,  # type: ignore[arg-type]
-                                  seed=seed)
-        return result.p_value, "perm-both"
-    if paired and level == "sys" and statistic == "pearson" and len(better.human) > 3:  # type: ignore[arg-type]
-        return williams_test(better.human, better.metric_values, worse.metric_values).p_value, "williams"  # type: ignore[arg-type]
+def _pair_p_value(better: _Cell, worse: _Cell, level: str) -> tuple[float, str]:
+    """(p-value, test) that ``better`` correlates better than ``worse``, for the tests that are not
+    permutation tests."""
+    if level == "sys" and better.statistic == "pearson" and better.paired_with(worse) \
+            and better.human is not None and len(better.human) > 3 \
+            and better.metric_values is not None and worse.metric_values is not None:
+        return williams_test(better.human, better.metric_values, worse.metric_values).p_value, "williams"
     return paired_bootstrap_p_value(better.replicates, worse.replicates), "paired-bootstrap"
 
 
-def _ranked_rows(cells: list[_Cell], significance: dict[tuple[str, str, str, str, str], tuple[float, str]],
-                 alpha: float) -> list[tuple[_Cell, int | None, int | None]]:
-    rows: list[tuple[_Cell, int | None, int | None]] = []
+def _slots(cells: list[_Cell]) -> dict[tuple[str, str, str], list[_Cell]]:
     by_slot: dict[tuple[str, str, str], list[_Cell]] = {}
     for c in cells:
         by_slot.setdefault((c.group, c.aspect, c.statistic), []).append(c)
-    for (group, aspect, statistic), slot in sorted(by_slot.items()):
-        defined = sorted((c for c in slot if c.value is not None), key=lambda c: -float(c.value))  # type: ignore[arg-type]
+    return by_slot
+
+
+def _significance(cells: list[_Cell], level: str, seed: int, n_resamples: int) -> dict[PairKey, tuple[float, str]]:
+    """p-values that the higher-valued metric of each pair truly correlates better."""
+    result: dict[PairKey, tuple[float, str]] = {}
+    permutations: dict[tuple[str, str, str, str], dict[str, tuple[_Cell, _Cell]]] = {}
+    for (group, aspect, statistic), slot in _slots(cells).items():
+        ranked = [c for c, _ in _ranked(slot)]
+        for i, better in enumerate(ranked):
+            for worse in ranked[i + 1:]:
+                if level == "seg" and statistic in PERMUTATION_NAMES and better.paired_with(worse):
+                    first, second = sorted((better.scored.signature, worse.scored.signature))
+                    permutations.setdefault((group, aspect, first, second), {})[statistic] = (better, worse)
+                else:
+                    key = (group, aspect, statistic, better.scored.signature, worse.scored.signature)
+                    result[key] = _pair_p_value(better, worse, level)
+    return {**result, **_permutation_p_values(permutations, seed, n_resamples)}
+
+
+def _ranked_rows(cells: list[_Cell], p_values: dict[PairKey, tuple[float, str]], alpha: float
+                ) -> list[tuple[_Cell, int | None, int | None]]:
+    """Every cell with its rank and significance cluster in its slot (None, None: undefined value)."""
+    rows: list[tuple[_Cell, int | None, int | None]] = []
+    for (group, aspect, statistic), slot in sorted(_slots(cells).items()):
+        defined = [c for c, _ in _ranked(slot)]
         p = np.ones((len(defined), len(defined)))
         for i, a in enumerate(defined):
             for j, b in enumerate(defined):
                 if i < j:
-                    p[i, j] = significance.get((group, aspect, statistic, a.scored.signature, b.scored.signature),
-                                               (1.0, ""))[0]
+                    p[i, j] = p_values.get((group, aspect, statistic, a.scored.signature, b.scored.signature),
+                                           (1.0, ""))[0]
         clusters = assign_clusters(p, alpha=alpha) if defined else []
         rows += [(c, i + 1, clusters[i]) for i, c in enumerate(defined)]
         rows += [(c, None, None) for c in slot if c.value is None]

@@ -31,10 +31,10 @@ from assay.datasets import store
 from assay.datasets.human import human_score
 from assay.errors import UsageError
 from assay.evaluation import ScoredMetric, score_lookup, scored_signatures, wanted_signatures
-from assay.metrics.registry import metric_class
 from assay.provenance import code_version
 from assay.results import correlations, segment_scores
 from assay.runs import RecordedFile, RunRecorder, new_run_id
+from assay.stats import pearson
 from assay.stats.model_selection import model_selection, sample_hybrid_systems
 
 ROOT = correlations.MODEL_SELECTION_ROOT
@@ -111,7 +111,7 @@ def select_models(
     for i, (g, a) in enumerate(zip(seg["group"], seg["aspect"], strict=True)):
         groups.setdefault((g, a), []).append(i)
     candidates = [c for c in wanted_signatures(scored_signatures(settings), metrics)
-                  if not metric_class(c.metric).has_sufficient_statistics]  # corpus BLEU: no segment scores to mix
+                  if not c.has_sufficient_statistics]  # corpus BLEU: no segment scores to mix
     now = datetime.now(UTC)
     run_id = new_run_id()
     records: list[dict[str, Any]] = []
@@ -133,12 +133,12 @@ def select_models(
                 break
             result = model_selection(hybrids.human, hybrids.metric, n_candidates=n_candidates, n_trials=n_trials,
                                      seed=seed)
-            pearson = float(np.corrcoef(hybrids.human, hybrids.metric)[0, 1]) if n_hybrid > 1 else None
+            hybrid_r = pearson(hybrids.human, hybrids.metric).value if n_hybrid > 1 else None
             records.append({
                 "run_id": run_id, "dataset": name, "dataset_version": number, "dataset_digest": digest,
                 "group": group, "aspect": aspect, "metric": scored.metric, "signature": scored.signature,
                 "hits_at_1": result.hits_at_1, "mrr": result.mrr, "mean_abs_human_diff": result.mean_abs_human_diff,
-                "hybrid_human_metric_pearson": pearson, "n_systems": len(systems), "n_items": len(items),
+                "hybrid_human_metric_pearson": hybrid_r, "n_systems": len(systems), "n_items": len(items),
                 "n_hybrid": n_hybrid, "n_candidates": n_candidates, "n_trials": n_trials, "seed": seed,
                 "code_version": code_version(), "created_at": now,
             })

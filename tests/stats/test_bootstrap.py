@@ -87,3 +87,21 @@ def test_bad_inputs() -> None:
         bootstrap_ci(_kendall, gold, metric, seed=0, confidence=95)
     with pytest.raises(StatsInputError, match="one label per row"):
         bootstrap_ci(_kendall, gold, metric, seed=0, clusters=[1, 2])
+
+
+@pytest.mark.parametrize("name", ["pearson", "spearman", "kendall", "kendall_c", "tau23", "acc23"])
+def test_named_statistics_are_the_vectorised_form_of_the_same_bootstrap(name: str) -> None:
+    """A named statistic draws the same resamples (one (R, n) draw equals R draws of n from the
+    generator) and computes every replicate at once; the oracle is the row-by-row bootstrap of
+    the scalar statistic (scipy / assay.stats.pairwise), interval ends to 1e-12."""
+    from assay.stats.resampled import scalar_statistic
+
+    rng = np.random.default_rng(4)
+    gold = rng.integers(1, 4, size=70).astype(float)  # ties, like WebNLG's 1-3 ratings
+    metric = np.round(gold + rng.normal(size=70), 1)
+    vectorised = bootstrap_ci(name, gold, metric, seed=11, n_resamples=300)
+    row_by_row = bootstrap_ci(scalar_statistic(name), gold, metric, seed=11, n_resamples=300)
+    assert vectorised.value == row_by_row.value
+    assert vectorised.ci_low == pytest.approx(row_by_row.ci_low, abs=1e-12)
+    assert vectorised.ci_high == pytest.approx(row_by_row.ci_high, abs=1e-12)
+    assert (vectorised.seed, vectorised.n_valid) == (11, row_by_row.n_valid)

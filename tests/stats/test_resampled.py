@@ -1,18 +1,25 @@
 """The vectorised resampled statistics equal scipy's statistic on each resampled row set.
 
 Oracle: scipy.stats (pearsonr via corrcoef, spearmanr, kendalltau variants b and c) and the
-pair-count definitions of ``assay.stats.pairwise`` (tau_23 / acc_23, Deutsch et al. 2023), applied
-row by row to the same index matrix. Tolerance 1e-12 (float summation order only).
+pair-count definitions of ``assay.stats.pairwise`` (tau_23 / acc_23, Deutsch et al. 2023; checked
+against the mt-metrics-eval fixtures in test_pairwise.py), applied row by row to the same index
+matrix. Tolerance 1e-12 (float summation order only). Data: the real WMT17 DA z-scores with the
+WMT17 metrics package's own sentBLEU (``metrics-package-preprocessed/testset``), and ties-heavy
+synthetic ratings shaped like WebNLG's 1-3 scale.
 """
 
 from __future__ import annotations
+
+import csv
+from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy import stats as sps
 
-from assay.stats import acc_23, kendall_like_from_pairs, tau_23
-from assay.stats.resampled import resampled_pair_share, resampled_statistic, rowwise
+import assay.stats.resampled as resampled
+from assay.stats import MetricTies, acc_23, kendall_like_from_pairs, tau_23, tie_calibration
+from assay.stats.resampled import ResampledPairs, resample_counts, resampled_pair_share, resampled_statistic, rowwise
 
 SCALAR = {
     "pearson": lambda h, m: float(np.corrcoef(h, m)[0, 1]),
@@ -33,15 +40,52 @@ def _data(kind: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.n
     return human, np.round(human + rng.normal(size=n), 1).clip(0, None)
 
 
+def _wmt17(shared_data: Path, pair: str) -> tuple[np.ndarray, np.ndarray]:
+    """DA z-scores and the WMT17 package's sentBLEU of one language pair (560 segments)."""
+    path = shared_data / "wmt17-da" / "metrics-package-preprocessed" / "testset" / f"testset_{pair}.tsv"
+    with path.open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
+    return (np.array([float(r["HUMAN_score"]) for r in rows]), np.array([float(r["sentBLEU"]) for r in rows]))
+
+
+def _row_by_row(statistic: str, human: np.ndarray, metric: np.ndarray, index: np.ndarray) -> np.ndarray:
+    return np.array([SCALAR[statistic](human[r], metric[r]) for r in index])
+
+
 @pytest.mark.parametrize("kind", ["continuous", "ties"])
 @pytest.mark.parametrize("statistic", sorted(SCALAR))
 def test_matches_scipy_row_by_row(kind: str, statistic: str) -> None:
     rng = np.random.default_rng(7)
     human, metric = _data(kind, 120, rng)
     index = rng.integers(0, human.size, size=(300, human.size))
-    expected = np.array([SCALAR[statistic](human[r], metric[r]) for r in index])
     got = resampled_statistic(statistic, human, metric, index)
-    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got, _row_by_row(statistic, human, metric, index), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("pair", ["de-en", "zh-en"])
+def test_matches_scipy_on_real_wmt17_scores(shared_data: Path, pair: str) -> None:
+    human, metric = _wmt17(shared_data, pair)
+    index = np.random.default_rng([12345, 1]).integers(0, human.size, size=(40, human.size))
+    pairs = ResampledPairs(human, metric, resample_counts(index, human.size))
+    for statistic in SCALAR:
+        expected = _row_by_row(statistic, human, metric, index)
+        np.testing.assert_allclose(pairs.statistic(statistic), expected, rtol=0, atol=1e-12, err_msg=statistic)
+        if statistic not in ("pearson", "spearman"):  # integer pair counts, the oracle's own operations
+            np.testing.assert_array_equal(pairs.statistic(statistic), expected, err_msg=statistic)
+
+
+@pytest.mark.parametrize("epsilon", ["calibrated", 0.01])
+def test_tie_threshold_on_real_wmt17_scores(shared_data: Path, epsilon: str | float) -> None:
+    """acc-t keeps one metric tie threshold in every resample (evaluation: the full sample's
+    calibrated one, 0 on these DA z-scores; 0.01 makes sentBLEU pairs within a point ties)."""
+    human, metric = _wmt17(shared_data, "tr-en")
+    if epsilon == "calibrated":
+        epsilon = tie_calibration(human, metric, statistic="acc_23").epsilon
+    assert isinstance(epsilon, float)
+    index = np.random.default_rng(2).integers(0, human.size, size=(30, human.size))
+    expected = [acc_23(human[r], metric[r], epsilon=epsilon).value for r in index]
+    np.testing.assert_allclose(resampled_statistic("acc23", human, metric, index, epsilon=epsilon), expected,
+                               rtol=0, atol=1e-12)
 
 
 def test_tie_threshold_is_applied_to_every_resample() -> None:
@@ -50,27 +94,42 @@ def test_tie_threshold_is_applied_to_every_resample() -> None:
     index = rng.integers(0, human.size, size=(100, human.size))
     expected = [acc_23(human[r], metric[r], epsilon=0.25).value for r in index]
     np.testing.assert_allclose(resampled_statistic("acc23", human, metric, index, epsilon=0.25), expected,
-                               atol=1e-12)
+                               rtol=0, atol=1e-12)
+    expected_tau = [tau_23(human[r], metric[r], epsilon=0.25).value for r in index]
+    np.testing.assert_allclose(resampled_statistic("tau23", human, metric, index, epsilon=0.25), expected_tau,
+                               rtol=0, atol=1e-12)
 
 
-def test_large_groups_fall_back_to_the_scalar_statistic(monkeypatch: pytest.MonkeyPatch) -> None:
-    import assay.stats.resampled as resampled
-
-    monkeypatch.setattr(resampled, "MAX_MATRIX_ROWS", 10)
+@pytest.mark.parametrize("kind", ["continuous", "ties"])
+def test_blocked_products_equal_one_block(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Large groups are multiplied in column and row blocks; the result does not change."""
     rng = np.random.default_rng(5)
-    human, metric = _data("continuous", 30, rng)
-    index = rng.integers(0, 30, size=(20, 30))
-    got = resampled_statistic("kendall", human, metric, index, scalar=SCALAR["kendall"])
-    np.testing.assert_allclose(got, [SCALAR["kendall"](human[r], metric[r]) for r in index], atol=1e-12)
+    human, metric = _data(kind, 90, rng)
+    index = rng.integers(0, 90, size=(70, 90))
+    whole = {s: resampled_statistic(s, human, metric, index) for s in SCALAR}
+    whole_eps = resampled_statistic("acc23", human, metric, index, epsilon=0.3)
+    monkeypatch.setattr(resampled, "MAX_BLOCK_ELEMENTS", 7 * 90)  # 7 columns, 7 resamples per block
+    for statistic, values in whole.items():
+        np.testing.assert_array_equal(resampled_statistic(statistic, human, metric, index), values)
+    np.testing.assert_array_equal(resampled_statistic("acc23", human, metric, index, epsilon=0.3), whole_eps)
+
+
+def test_degenerate_samples_are_undefined_like_scipy() -> None:
+    constant = np.ones(6)
+    metric = np.arange(6.0)
+    index = np.random.default_rng(0).integers(0, 6, size=(5, 6))
+    for statistic in ("pearson", "spearman", "kendall", "kendall_c"):
+        assert np.isnan(resampled_statistic(statistic, constant, metric, index)).all(), statistic
+    assert np.isnan(resampled_statistic("kendall", metric[:1], metric[:1], np.zeros((5, 1), dtype=np.intp))).all()
 
 
 @pytest.mark.parametrize("ties", ["discordant", "ignore"])
-def test_darr_pairs_match_kendall_like(ties: str) -> None:
+def test_darr_pairs_match_kendall_like(ties: MetricTies) -> None:
     rng = np.random.default_rng(11)
     better = np.round(rng.normal(size=200), 1)
     worse = np.round(rng.normal(size=200), 1)
     index = rng.integers(0, 200, size=(50, 200))
-    expected = [kendall_like_from_pairs(better[r], worse[r], metric_ties=ties).value for r in index]  # type: ignore[arg-type]
+    expected = [kendall_like_from_pairs(better[r], worse[r], metric_ties=ties).value for r in index]
     got = resampled_pair_share(better, worse, index, ties_are_discordant=ties == "discordant")
     np.testing.assert_allclose(got, expected, atol=1e-12)
 

@@ -40,3 +40,25 @@ def test_exactly_one_metric_source() -> None:
         system_level_correlation([1, 2])
     with pytest.raises(StatsInputError, match="one per system"):
         system_level_correlation([1, 2, 3], corpus_scores=[1, 2])
+
+
+def test_resampled_system_scores_equal_the_resampled_items() -> None:
+    """Each replicate's system scores from resample counts equal the scores of the gathered items
+    (oracle: numpy on ``matrix[:, rows]``; corpus score: summed sufficient statistics, here a ratio
+    of two counts like BLEU's brevity term, ``corpus_score`` of the sums)."""
+    from assay.stats.resampled import resample_counts
+    from assay.stats.system_level import resampled_corpus_scores, resampled_system_scores
+
+    rng = np.random.default_rng(3)
+    matrix = rng.normal(size=(5, 40))
+    stats = rng.integers(0, 30, size=(5, 40, 2)).astype(float) + 1
+    index = rng.integers(0, 40, size=(25, 40))
+    counts = resample_counts(index, 40)
+    np.testing.assert_allclose(resampled_system_scores(matrix, counts), [matrix[:, r].mean(axis=1) for r in index],
+                               rtol=0, atol=1e-12)
+
+    def ratio(totals: np.ndarray) -> float:
+        return float(totals[0] / totals[1])
+
+    expected = [[ratio(stats[s, r].sum(axis=0)) for s in range(5)] for r in index]
+    np.testing.assert_array_equal(resampled_corpus_scores(stats, counts, ratio), expected)

@@ -20,7 +20,7 @@ import pyarrow.dataset as ds
 
 from assay.config import Settings
 from assay.datasets import store
-from assay.datasets.human import human_scores
+from assay.datasets.human import human_array
 from assay.report.collect import VersionInfo
 from assay.results import correlations, segment_scores
 
@@ -48,9 +48,7 @@ def segment_sample(settings: Settings, version: VersionInfo, scored: Sequence[tu
     rng = np.random.default_rng(seed)
     index = np.arange(total) if total <= limit else np.sort(rng.choice(total, size=limit, replace=False))
     has_z = any(z is not None for z in seg["human_z"])
-    every = human_scores(seg)
-    human = np.array([every[i] for i in index],
-                     dtype=np.float64)
+    human = human_array(seg)[index]
     keys = [segment_scores.segment_key(seg["source"][i], seg["references"][i], seg["candidate"][i]) for i in index]
     sample = SegmentSample(version, total, "DA z" if has_z else "raw", [seg["group"][i] for i in index], human,
                            seed=seed)

@@ -2,12 +2,17 @@
 
 Layout (relative to ``ASSAY_HOME``)::
 
-    results/correlations/dataset=<name>/part-<run>.parquet     one row per correlation
-    results/significance/dataset=<name>/part-<run>.parquet     one row per compared metric pair
+    results/correlations/dataset=<name>/part-<run>-<uuid>.parquet    one row per correlation
+    results/significance/dataset=<name>/part-<run>-<uuid>.parquet    one row per compared metric pair
+    results/system_points/dataset=<name>/part-<run>-<uuid>.parquet   one row per system of a
+                                                                      system-level correlation
 
 Correlations are keyed by (run, dataset version, level, group, aspect, statistic, signature) and
 carry the item set they were computed on (a digest of the segment keys), so a leaderboard can
-refuse to rank numbers computed on different items.
+refuse to rank numbers computed on different items, and the seed and number of resamples of their
+bootstrap intervals. System points are the (human, metric) system scores a system-level
+correlation was computed on, so the report draws them without recomputing anything. Every part is
+written once, atomically, under a unique name (:func:`assay.atomic.write_parquet`).
 """
 
 from __future__ import annotations

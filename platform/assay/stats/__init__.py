@@ -61,6 +61,7 @@ from assay.stats.significance import (
     WilliamsResult,
     grouped_statistic,
     permutation_test,
+    permutation_tests,
     williams_p_value,
     williams_test,
 )
@@ -99,6 +100,7 @@ __all__ = [
     "pairwise_accuracy",
     "pearson",
     "permutation_test",
+    "permutation_tests",
     "rank_metrics",
     "sample_hybrid_systems",
     "significance_clusters",

@@ -62,7 +62,7 @@ def percentile_interval(replicates: npt.ArrayLike, confidence: float = 0.95) -> 
     valid = values[~np.isnan(values)]
     if not valid.size:
         return float("nan"), float("nan")
-    tail = (1 - confidence) / 2 * 100
+    tail = round(50 * (1 - confidence), 10)  # 2.5 exactly for 95%, not 2.5000000000000022
     low, high = np.percentile(valid, [tail, 100 - tail])
     return float(low), float(high)
 
@@ -126,8 +126,7 @@ def bootstrap_ci(
                 raise StatsInputError(f"the named statistic {statistic!r} takes (gold, metric) rows, not clusters")
             value = scalar_statistic(statistic)(arrays[0], arrays[1])
             index = rng.integers(0, size, size=(n_resamples, size))
-            replicates = resampled_statistic(statistic, arrays[0], arrays[1], index,
-                                             scalar=scalar_statistic(statistic))
+            replicates = resampled_statistic(statistic, arrays[0], arrays[1], index)
         else:
             value = float(statistic(*arrays))
             replicates = np.empty(n_resamples)

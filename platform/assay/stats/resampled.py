@@ -1,21 +1,32 @@
 """Statistics of many bootstrap resamples at once, from resample *counts* (numpy, no Python loop).
 
 A bootstrap resample of ``n`` paired rows is a vector of counts ``c`` (how often each row was
-drawn; ``c.sum() == n``). Every statistic evaluation reports is a function of the counts:
+drawn; ``c.sum() == n``), and every statistic evaluation reports is a function of the counts:
 
 * Pearson's r is a count-weighted correlation.
-* Pair statistics (Kendall's tau-b and tau-c, tau_23 and acc_23 of Deutsch et al. 2023, pairwise
-  accuracy) count pair classes. For a symmetric pair function ``F`` (say, concordant or not), the
-  sum over the resample's pairs ``i < j`` of ``F[r_i, r_j]`` is ``(c^T F c - sum_a c_a F[a, a]) / 2``:
-  a row drawn twice forms a pair with itself, tied in both vectors. For all resamples at once
-  that is one ``(R x n) @ (n x n)`` product per pair class.
 * Spearman's rho is Pearson's r of mid-ranks, and the mid-rank of row ``a`` in a resample is
-  ``sum_b c_b [x_b < x_a] + (sum_b c_b [x_b == x_a] + 1) / 2``, again a product with ``C``.
+  ``sum_b c_b [x_b < x_a] + (sum_b c_b [x_b == x_a] + 1) / 2``: with the distinct values of ``x``
+  sorted once, a cumulative sum of the counts per distinct value.
+* Pair statistics (Kendall's tau-b and tau-c; tau_23 and acc_23 of Deutsch et al. 2023; pairwise
+  accuracy) count pair classes. For a symmetric pair function ``F`` the sum over the resample's
+  pairs ``i < j`` of ``F[r_i, r_j]`` is ``(c^T F c - sum_a c_a F[a, a]) / 2`` (a row drawn twice
+  forms a pair with itself, tied in both vectors), one ``(R x n) @ (n x n)`` product for all
+  resamples. Only one such product is needed per (human, metric) pair: the concordance
+  ``S = C - D`` with ``F = sign(h_a - h_b) sign(m_a - m_b)``. Tied pairs need none: with ``g_u``
+  the number of drawn rows holding the distinct value ``u``, ``sum_u g_u (g_u - 1) / 2`` pairs
+  are tied, and the same over distinct (human, metric) couples counts the pairs tied in both.
+  Then ``C + D = N - T_human - T_metric + T_both`` and every statistic follows:
+  ``tau_b = S / sqrt((N - T_human) (N - T_metric))`` (scipy's tau-b),
+  ``tau_c = 2 S / (n^2 (k - 1) / k)`` with ``k`` the smaller number of distinct values (scipy's
+  tau-c), ``acc_23 = (C + T_both) / N`` and ``tau_23 = (2 (C + T_both) - N) / N``. With a metric tie
+  threshold ``epsilon > 0`` (tie-calibrated acc_23) metric ties are no longer classes of equal
+  values, and the agreement matrix is summed directly (one more product).
 
-So a replicate is computed exactly as scipy computes the statistic on the resampled rows (the
-tests check equality to 1e-12), in a few matrix products instead of a Python loop over resamples.
-For very large groups (more than :data:`MAX_MATRIX_ROWS` rows, where ``n x n`` matrices would not
-fit in memory) the statistic is evaluated resample by resample.
+So a replicate is computed exactly as scipy (or :mod:`assay.stats.pairwise`) computes the statistic
+on the resampled rows; the tests check equality to 1e-12 row by row on the same index matrix, on
+real WMT17 scores and on tie-heavy ratings. The ``n x n`` matrices are built and multiplied in
+column blocks of at most :data:`MAX_BLOCK_ELEMENTS` entries, and the counts in row blocks of the
+same size, so memory stays bounded for any group size.
 
 System level resamples items, not systems: there each replicate is a vector of system scores, and
 :func:`rowwise` computes the statistic of every replicate against the fixed human system scores.
@@ -24,21 +35,22 @@ System level resamples items, not systems: there each replicate is a vector of s
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from assay.stats._groups import StatsInputError
-from assay.stats.pairwise import acc_23, tau_23
+from assay.stats.correlation import correlation_kernel
+from assay.stats.pairwise import acc_23, pairwise_accuracy, tau_23
 
 FloatArray = npt.NDArray[np.float64]
 
-#: groups larger than this are resampled one replicate at a time (n x n float64 = 128 MB at 4,000)
-MAX_MATRIX_ROWS = 4000
-#: replicates per block of matrix products (bounds the R x n temporaries)
-BLOCK = 250
+#: the largest ``n x block`` pair matrix (and ``rows x n`` block of counts) built at once:
+#: 2**23 entries, 32 MB in float32 (the float64 temporaries that build it, 64 MB)
+MAX_BLOCK_ELEMENTS = 2**23
 
 RESAMPLED_STATISTICS = ("pearson", "spearman", "kendall", "kendall_c", "tau23", "acc23", "pairwise_accuracy")
 
@@ -50,31 +62,21 @@ def _scipy() -> Any:
     return stats
 
 
-def _pearson(x: FloatArray, y: FloatArray) -> float:
-    return float(np.corrcoef(x, y)[0, 1])
-
-
-def _pairwise_accuracy(human: FloatArray, metric: FloatArray) -> float:
-    """System-level pairwise accuracy (Kocmi et al. 2021): system pairs ordered (or tied) alike."""
-    i, j = np.triu_indices(len(human), k=1)
-    agree = np.sign(human[i] - human[j]) == np.sign(metric[i] - metric[j])
-    return float(np.mean(agree)) if len(i) else float("nan")
-
-
 SCALAR_STATISTICS: dict[str, Callable[[FloatArray, FloatArray], float]] = {
-    "pearson": _pearson,
-    "spearman": lambda x, y: float(_scipy().spearmanr(x, y).statistic),
-    "kendall": lambda x, y: float(_scipy().kendalltau(x, y).statistic),
-    "kendall_c": lambda x, y: float(_scipy().kendalltau(x, y, variant="c").statistic),
+    "pearson": correlation_kernel("pearson"),
+    "spearman": correlation_kernel("spearman"),
+    "kendall": correlation_kernel("kendall_b"),
+    "kendall_c": correlation_kernel("kendall_c"),
     "tau23": lambda x, y: float(tau_23(x, y).value),
     "acc23": lambda x, y: float(acc_23(x, y).value),
-    "pairwise_accuracy": _pairwise_accuracy,
+    "pairwise_accuracy": lambda x, y: float(pairwise_accuracy(x, y).value),
 }
 
 
 def scalar_statistic(statistic: str) -> Callable[[FloatArray, FloatArray], float]:
-    """The statistic of one (human, metric) sample: scipy's correlations, the pair statistics of
-    :mod:`assay.stats.pairwise`, pairwise accuracy. The point estimates evaluation reports."""
+    """The statistic of one (human, metric) sample: the correlations of :mod:`assay.stats.correlation`
+    (scipy's), the pair statistics and pairwise accuracy of :mod:`assay.stats.pairwise`. The point
+    estimates evaluation reports."""
     if statistic not in SCALAR_STATISTICS:
         raise StatsInputError(f"unknown statistic {statistic!r} (expected one of {', '.join(SCALAR_STATISTICS)})")
     return SCALAR_STATISTICS[statistic]
@@ -87,17 +89,40 @@ def resample_counts(index: npt.NDArray[np.intp], size: int) -> FloatArray:
     return np.bincount(flat, minlength=rows * size).reshape(rows, size).astype(np.float64)
 
 
-def _pair_sum(counts: FloatArray, matrix: FloatArray) -> FloatArray:
-    """For each resample: the sum of ``matrix[r_i, r_j]`` over its pairs ``i < j``.
-
-    The product runs in float32: counts and matrix entries are small integers (or halves), and
-    every partial sum stays far below 2**24, so it is exact, at twice float64's speed."""
-    product = (counts.astype(np.float32) @ matrix.astype(np.float32)).astype(np.float64)
-    return 0.5 * (np.einsum("ra,ra->r", product, counts) - counts @ np.diag(matrix))
+def _blocks(total: int, width: int) -> list[slice]:
+    step = max(1, MAX_BLOCK_ELEMENTS // max(1, width))
+    return [slice(begin, min(total, begin + step)) for begin in range(0, total, step)]
 
 
-def _sign_matrix(x: FloatArray) -> FloatArray:
-    return np.sign(x[:, None] - x[None, :])
+def quadratic_form(counts: FloatArray, columns: Callable[[slice], FloatArray]) -> FloatArray:
+    """``c^T F c`` for every row ``c`` of ``counts`` (R x n), with ``F[:, block]`` built on demand.
+
+    The products run in float32: counts are small integers and the entries of ``F`` integers or
+    halves, so every partial sum of ``c @ F`` stays far below 2**24 and is exact; the final sums
+    over ``a`` run in float64.
+    """
+    rows, n = counts.shape
+    total = np.zeros(rows)
+    counts32 = counts.astype(np.float32)
+    for block in _blocks(n, n):
+        matrix = columns(block).astype(np.float32)
+        for part in _blocks(rows, n):
+            product = (counts32[part] @ matrix).astype(np.float64)
+            total[part] += np.einsum("ra,ra->r", product, counts[part, block])
+    return total
+
+
+def _class_counts(counts: FloatArray, labels: npt.NDArray[np.intp]) -> FloatArray:
+    """``(R, k)``: how many drawn rows hold each of the ``k`` distinct labels (0..k-1, sorted)."""
+    rows, size = counts.shape[0], int(labels.max()) + 1
+    flat = (labels[None, :] + (np.arange(rows) * size)[:, None]).ravel()
+    per_class = np.bincount(flat, weights=counts.ravel(), minlength=rows * size)  # float64: weighted
+    return np.asarray(per_class, dtype=np.float64).reshape(rows, size)
+
+
+def _tied_pairs(per_class: FloatArray) -> FloatArray:
+    """Pairs of drawn rows that share a class: ``sum_u g_u (g_u - 1) / 2``."""
+    return 0.5 * (per_class * (per_class - 1)).sum(axis=1)
 
 
 def _weighted_pearson(counts: FloatArray, x: FloatArray, y: FloatArray) -> FloatArray:
@@ -111,91 +136,166 @@ def _weighted_pearson(counts: FloatArray, x: FloatArray, y: FloatArray) -> Float
         return (counts * dx * dy).sum(axis=1) / np.sqrt((counts * dx * dx).sum(axis=1) * (counts * dy * dy).sum(axis=1))
 
 
-def _mid_ranks(counts: FloatArray, x: FloatArray) -> FloatArray:
-    below = (x[None, :] < x[:, None]).astype(np.float64)  # below[a, b] = x_b < x_a
-    equal = (x[None, :] == x[:, None]).astype(np.float64)
-    return counts @ below.T + (counts @ equal.T + 1.0) / 2.0
+def kendall_tau_b(concordance: FloatArray, pairs: float, ties_x: FloatArray | float, ties_y: FloatArray | float
+                  ) -> FloatArray:
+    """Kendall's tau-b from ``C - D`` and tied-pair counts, with scipy's operations (so equal
+    counts give the same bits): ``(C - D) / sqrt(N - T_x) / sqrt(N - T_y)``, clipped to [-1, 1],
+    NaN when either vector is constant."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = np.clip(concordance / np.sqrt(pairs - ties_x) / np.sqrt(pairs - ties_y), -1.0, 1.0)
+    return np.where((np.asarray(ties_x) == pairs) | (np.asarray(ties_y) == pairs), np.nan, tau)
 
 
-def _distinct_values(counts: FloatArray, x: FloatArray) -> FloatArray:
-    _, inverse = np.unique(x, return_inverse=True)
-    members = np.zeros((x.size, int(inverse.max()) + 1))
-    members[np.arange(x.size), inverse] = 1.0
-    return ((counts @ members) > 0).sum(axis=1).astype(np.float64)
+def kendall_tau_c(concordance: FloatArray, n: float, classes: FloatArray | float, pairs: float,
+                  ties_x: FloatArray | float, ties_y: FloatArray | float) -> FloatArray:
+    """Stuart's tau-c with scipy's operations: ``2 (C - D) / (n^2 (k - 1) / k)``, ``k`` the smaller
+    number of distinct values, clipped to [-1, 1], NaN when either vector is constant."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = np.clip(2 * concordance / (n**2 * (classes - 1) / classes), -1.0, 1.0)
+    return np.where((np.asarray(ties_x) == pairs) | (np.asarray(ties_y) == pairs), np.nan, tau)
 
 
-def _statistic_of_counts(statistic: str, human: FloatArray, metric: FloatArray, epsilon: float
-                         ) -> Callable[[FloatArray], FloatArray]:
-    """The statistic as a function of a block of resample counts; the n x n pair matrices are
-    built once per (statistic, group), not once per block."""
-    n = float(human.size)
-    if statistic == "pearson":
-        return lambda counts: _weighted_pearson(counts, human, metric)
-    if statistic == "spearman":
-        return lambda counts: _weighted_pearson(counts, _mid_ranks(counts, human), _mid_ranks(counts, metric))
-    pairs = n * (n - 1) / 2
-    human_sign = _sign_matrix(human)
-    if statistic in ("kendall", "kendall_c"):
-        metric_sign = _sign_matrix(metric)
-        concordance = human_sign * metric_sign
-        if statistic == "kendall_c":
-            def tau_c(counts: FloatArray) -> FloatArray:
-                classes = np.minimum(_distinct_values(counts, human), _distinct_values(counts, metric))
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    return 2 * _pair_sum(counts, concordance) / (n**2 * (classes - 1) / classes)
+class ResampledPairs:
+    """Every statistic of every bootstrap resample of paired (human, metric) rows.
 
-            return tau_c
-        human_tied = (human_sign == 0).astype(np.float64)
-        metric_tied = (metric_sign == 0).astype(np.float64)
+    ``counts`` is ``(R, n)`` (:func:`resample_counts`). The pieces statistics share (the
+    concordance product, tie counts, mid-ranks) are computed once, on first use, so asking for
+    Kendall's tau-b, tau-c, tau_23 and acc_23 of the same rows costs one matrix product.
+    """
 
-        def tau_b(counts: FloatArray) -> FloatArray:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                return _pair_sum(counts, concordance) / np.sqrt(
-                    (pairs - _pair_sum(counts, human_tied)) * (pairs - _pair_sum(counts, metric_tied)))
+    def __init__(self, human: npt.ArrayLike, metric: npt.ArrayLike, counts: FloatArray) -> None:
+        self.human = np.asarray(human, dtype=np.float64)
+        self.metric = np.asarray(metric, dtype=np.float64)
+        if self.human.shape != self.metric.shape or self.human.ndim != 1:
+            raise StatsInputError(f"human and metric must be parallel vectors (got {self.human.shape} "
+                                  f"and {self.metric.shape})")
+        if counts.ndim != 2 or counts.shape[1] != self.human.size:
+            raise StatsInputError(f"counts must be (resamples x {self.human.size}), got {counts.shape}")
+        self.counts = counts
+        self.n = float(self.human.size)
+        self.pairs = self.n * (self.n - 1) / 2
 
-        return tau_b
-    if statistic in ("tau23", "acc23", "pairwise_accuracy"):
-        difference = metric[:, None] - metric[None, :]
-        metric_tie = np.abs(difference) <= epsilon
-        human_tie = human_sign == 0
-        agree = ((human_tie & metric_tie) | (~human_tie & ~metric_tie & (human_sign == np.sign(difference))))
-        agree_matrix = agree.astype(np.float64)
+    # -- shared pieces -------------------------------------------------------------------------
 
-        def accuracy(counts: FloatArray) -> FloatArray:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                share = _pair_sum(counts, agree_matrix) / pairs
-            return 2 * share - 1 if statistic == "tau23" else share
+    @cached_property
+    def _human_labels(self) -> npt.NDArray[np.intp]:
+        return np.unique(self.human, return_inverse=True)[1].ravel()
 
-        return accuracy
-    raise StatsInputError(f"no resampled form of {statistic!r} (expected one of {', '.join(RESAMPLED_STATISTICS)})")
+    @cached_property
+    def _metric_labels(self) -> npt.NDArray[np.intp]:
+        return np.unique(self.metric, return_inverse=True)[1].ravel()
+
+    @cached_property
+    def _human_classes(self) -> FloatArray:
+        return _class_counts(self.counts, self._human_labels)
+
+    @cached_property
+    def _metric_classes(self) -> FloatArray:
+        return _class_counts(self.counts, self._metric_labels)
+
+    @cached_property
+    def concordance(self) -> FloatArray:
+        """``C - D`` of each resample (pairs of drawn rows ordered alike minus ordered oppositely)."""
+        h, m = self.human, self.metric
+        return 0.5 * quadratic_form(self.counts, lambda block: np.sign(h[:, None] - h[None, block])
+                                    * np.sign(m[:, None] - m[None, block]))
+
+    @cached_property
+    def human_ties(self) -> FloatArray:
+        return _tied_pairs(self._human_classes)
+
+    @cached_property
+    def metric_ties(self) -> FloatArray:
+        return _tied_pairs(self._metric_classes)
+
+    @cached_property
+    def both_ties(self) -> FloatArray:
+        joint = self._human_labels * (int(self._metric_labels.max()) + 1) + self._metric_labels
+        return _tied_pairs(_class_counts(self.counts, np.unique(joint, return_inverse=True)[1].ravel()))
+
+    def _mid_ranks(self, labels: npt.NDArray[np.intp], per_class: FloatArray) -> FloatArray:
+        below = np.cumsum(per_class, axis=1) - per_class
+        return (below + (per_class + 1.0) / 2.0)[:, labels]
+
+    # -- statistics ----------------------------------------------------------------------------
+
+    def pearson(self) -> FloatArray:
+        return _weighted_pearson(self.counts, self.human, self.metric)
+
+    def spearman(self) -> FloatArray:
+        return _weighted_pearson(self.counts, self._mid_ranks(self._human_labels, self._human_classes),
+                                 self._mid_ranks(self._metric_labels, self._metric_classes))
+
+    def kendall(self) -> FloatArray:
+        """Kendall's tau-b, in scipy's arithmetic (``kendalltau``)."""
+        return kendall_tau_b(self.concordance, self.pairs, self.human_ties, self.metric_ties)
+
+    def kendall_c(self) -> FloatArray:
+        """Stuart's tau-c, in scipy's arithmetic (``kendalltau(variant="c")``)."""
+        classes = np.minimum((self._human_classes > 0).sum(axis=1), (self._metric_classes > 0).sum(axis=1))
+        return kendall_tau_c(self.concordance, self.n, classes, self.pairs, self.human_ties, self.metric_ties)
+
+    def agreements(self, epsilon: float = 0.0) -> FloatArray:
+        """Pairs ordered alike or tied in both (``C + T_both``; metric ties: ``|diff| <= epsilon``)."""
+        if epsilon > 0:
+            return self._agreement(epsilon)
+        untied = self.pairs - self.human_ties - self.metric_ties + self.both_ties  # C + D
+        return (self.concordance + untied) / 2 + self.both_ties
+
+    def acc23(self, epsilon: float = 0.0) -> FloatArray:
+        """acc_23: the share of pairs ordered alike or tied in both."""
+        return self.agreements(epsilon) / self.pairs
+
+    def tau23(self, epsilon: float = 0.0) -> FloatArray:
+        """tau_23 = (C + T_both - D - T_human only - T_metric only) / N, computed as
+        :class:`assay.stats.pairwise.PairCounts` computes it: ``(2 agree - N) / N``."""
+        return (2 * self.agreements(epsilon) - self.pairs) / self.pairs
+
+    def _agreement(self, epsilon: float) -> FloatArray:
+        h, m = self.human, self.metric
+
+        def agree(block: slice) -> FloatArray:
+            human_sign = np.sign(h[:, None] - h[None, block])
+            difference = m[:, None] - m[None, block]
+            metric_tie = np.abs(difference) <= epsilon
+            human_tie = human_sign == 0
+            return ((human_tie & metric_tie) | (~human_tie & ~metric_tie & (human_sign == np.sign(difference)))
+                    ).astype(np.float64)
+
+        # the diagonal agrees (a row is tied with itself in both vectors): subtract sum_a c_a = n
+        return 0.5 * (quadratic_form(self.counts, agree) - self.counts.sum(axis=1))
+
+    def statistic(self, name: str, *, epsilon: float = 0.0) -> FloatArray:
+        """One named statistic (:data:`RESAMPLED_STATISTICS`) of every resample."""
+        if self.n < 2:
+            return np.full(self.counts.shape[0], np.nan)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            if name == "pearson":
+                return self.pearson()
+            if name == "spearman":
+                return self.spearman()
+            if name == "kendall":
+                return self.kendall()
+            if name == "kendall_c":
+                return self.kendall_c()
+            if name in ("acc23", "pairwise_accuracy"):
+                return self.acc23(epsilon)
+            if name == "tau23":
+                return self.tau23(epsilon)
+        raise StatsInputError(f"no resampled form of {name!r} (expected one of {', '.join(RESAMPLED_STATISTICS)})")
+
+    def statistics(self, names: Sequence[str], *, epsilon: float = 0.0) -> dict[str, FloatArray]:
+        return {name: self.statistic(name, epsilon=epsilon) for name in names}
 
 
 def resampled_statistic(statistic: str, human: npt.ArrayLike, metric: npt.ArrayLike, index: npt.NDArray[np.intp],
-                        *, epsilon: float = 0.0, scalar: Callable[[FloatArray, FloatArray], float] | None = None
-                        ) -> FloatArray:
+                        *, epsilon: float = 0.0) -> FloatArray:
     """``statistic(human[rows], metric[rows])`` for every row vector ``rows`` of ``index`` (R x n).
 
     ``epsilon`` is the metric tie threshold of tau23/acc23 (tie calibration keeps the threshold of
-    the full sample). ``scalar`` computes the statistic of one resample; it is used only for groups
-    larger than :data:`MAX_MATRIX_ROWS`, and required for them.
-    """
+    the full sample)."""
     h = np.asarray(human, dtype=np.float64)
-    m = np.asarray(metric, dtype=np.float64)
-    if h.shape != m.shape or h.ndim != 1:
-        raise StatsInputError(f"human and metric must be parallel vectors (got {h.shape} and {m.shape})")
-    replicates = np.full(index.shape[0], np.nan)
-    if h.size < 2:
-        return replicates
-    if h.size > MAX_MATRIX_ROWS:
-        if scalar is None:
-            raise StatsInputError(f"{h.size} rows are too many for the matrix form of {statistic}; give `scalar`")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return np.array([scalar(h[rows], m[rows]) for rows in index])
-    of_counts = _statistic_of_counts(statistic, h, m, epsilon)
-    for begin in range(0, index.shape[0], BLOCK):
-        replicates[begin:begin + BLOCK] = of_counts(resample_counts(index[begin:begin + BLOCK], h.size))
-    return replicates
+    return ResampledPairs(h, metric, resample_counts(index, h.size)).statistic(statistic, epsilon=epsilon)
 
 
 def resampled_pair_share(better: npt.ArrayLike, worse: npt.ArrayLike, index: npt.NDArray[np.intp],
@@ -246,3 +346,7 @@ def rowwise(statistic: str, human: npt.ArrayLike, metric_rows: npt.ArrayLike) ->
             agree = human_sign[None] == metric_sign  # ordered alike, or tied in both
             return agree[:, upper].sum(axis=1) / pairs if pairs else np.full(rows.shape[0], np.nan)
     raise StatsInputError(f"no system-level replicate form of {statistic!r}")
+
+
+def _sign_matrix(x: FloatArray) -> FloatArray:
+    return np.sign(x[:, None] - x[None, :])

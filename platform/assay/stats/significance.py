@@ -21,14 +21,17 @@ Two paired tests, both following google-research/mt-metrics-eval (``stats.py``):
 The statistic of ``permutation_test`` is a name (``"pearson"``, ``"spearman"``, ``"kendall_b"``,
 ``"kendall_c"``, ``"tau_23"``, ``"acc_23"``) or any ``f(gold, metric) -> float``; it must not
 change under a positive affine transform of the metric scores (correlations do not), because of
-the z-scoring. Pearson, and Kendall tau-b / tau_23 / acc_23 on small groups, are vectorised over
-resamples; the others are computed group by group with scipy.
+the z-scoring. Named statistics are computed for all resamples at once: Pearson with arrays;
+without grouping, the rank statistics from one matrix product per chunk of permutations
+(:mod:`assay.stats.permuted`); with grouping, Kendall tau-b / tau_23 / acc_23 over the within-group
+pairs. A callable statistic (and Spearman or tau-c with grouping) is computed permutation by
+permutation.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
@@ -50,7 +53,7 @@ from assay.stats._groups import (
 )
 from assay.stats.correlation import CORRELATION_STATISTICS, correlation_kernel
 from assay.stats.pairwise import count_pairs
-from assay.stats.permuted import permuted_statistics
+from assay.stats.permuted import PERMUTED_STATISTICS, permuted_pairs
 
 StatisticName: TypeAlias = Literal["pearson", "spearman", "kendall_b", "kendall_c", "tau_23", "acc_23"]
 Statistic: TypeAlias = StatisticName | Callable[[FloatArray, FloatArray], float]
@@ -302,6 +305,28 @@ def permutation_test(
     compares item-averaged Kendall taus). Small p-values favour ``metric_a``; a p-value near 1
     means ``metric_b`` is at least as good. Deterministic given ``seed``.
     """
+    return permutation_tests(gold, metric_a, metric_b, statistics=[statistic], num_systems=num_systems,
+                             grouping=grouping, n_resamples=n_resamples, seed=seed)[0][0]
+
+
+def permutation_tests(
+    gold: Scores,
+    metric_a: Scores,
+    metric_b: Scores,
+    *,
+    statistics: Sequence[Statistic],
+    num_systems: int | None = None,
+    grouping: Grouping = "none",
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int,
+) -> list[tuple[PermutationResult, PermutationResult]]:
+    """:func:`permutation_test` for several statistics on the same permutations, both ways.
+
+    For each statistic, ``(a over b, b over a)``: each equals :func:`permutation_test` with the
+    metrics in that order and the same seed (the permutations are the same draws, and swapping the
+    metrics negates every permuted difference), so one set of permutations serves every statistic
+    and both directions.
+    """
     seed = require_seed(seed)
     if n_resamples < 1:
         raise StatsInputError(f"n_resamples must be at least 1 (got {n_resamples})")
@@ -312,33 +337,35 @@ def permutation_test(
         raise StatsInputError(f"metric_b has {b_vec.size} scores, gold has {gold_vec.size}; they must be parallel")
     data = _GroupedData(gold_vec, [a_vec, b_vec], systems, grouping)
     a_z, b_z = (_zscore(scores, name) for scores, name in zip(data.metrics, ("metric_a", "metric_b"), strict=True))
-    evaluate = _evaluator(statistic, data)
-
-    value_a, value_b = evaluate(np.vstack([a_z, b_z]))
-    delta = float(value_a - value_b)
+    evaluators = [_evaluator(statistic, data) for statistic in statistics]
+    values = [evaluate(np.vstack([a_z, b_z])) for evaluate in evaluators]
+    deltas = [float(value_a - value_b) for value_a, value_b in values]
+    # rank statistics of all permutations from one matrix product per chunk (assay.stats.permuted)
+    named = [s for s in statistics if isinstance(s, str)]
+    permuted = permuted_pairs(named[0], data.gold, a_z, b_z) if named and grouping == "none" else None
+    forward = np.zeros(len(statistics), dtype=np.int64)
+    backward = np.zeros(len(statistics), dtype=np.int64)
     rng = np.random.default_rng(seed)
-    at_least_as_large = 0
     for begin in range(0, n_resamples, _CHUNK):
-        rows = min(_CHUNK, n_resamples - begin)
-        swap = rng.random((rows, a_z.size)) < 0.5
-        permuted = (permuted_statistics(statistic, data.gold, a_z, b_z, swap)
-                    if isinstance(statistic, str) and grouping == "none" else None)
-        if permuted is not None:  # rank statistics of all permutations from matrix products
-            resampled_a, resampled_b = permuted
-        else:
-            resampled_a = evaluate(np.where(swap, b_z, a_z))
-            resampled_b = evaluate(np.where(swap, a_z, b_z))
-        at_least_as_large += int(np.sum(resampled_a - resampled_b >= delta - _TIE_TOLERANCE))
-    return PermutationResult(
-        p_value=at_least_as_large / n_resamples,
-        delta=delta,
-        value_a=float(value_a),
-        value_b=float(value_b),
-        statistic=_statistic_label(statistic),
-        grouping=grouping,
-        n_resamples=n_resamples,
-        seed=seed,
-    )
+        swap = rng.random((min(_CHUNK, n_resamples - begin), a_z.size)) < 0.5
+        for k, (statistic, evaluate) in enumerate(zip(statistics, evaluators, strict=True)):
+            if permuted is not None and isinstance(statistic, str) and statistic in PERMUTED_STATISTICS:
+                resampled_a, resampled_b = permuted.statistics(statistic, swap)
+            else:
+                resampled_a = evaluate(np.where(swap, b_z, a_z))
+                resampled_b = evaluate(np.where(swap, a_z, b_z))
+            difference = resampled_a - resampled_b
+            forward[k] += int(np.sum(difference >= deltas[k] - _TIE_TOLERANCE))
+            backward[k] += int(np.sum(-difference >= -deltas[k] - _TIE_TOLERANCE))
+    results = []
+    for k, statistic in enumerate(statistics):
+        (value_a, value_b), label = values[k], _statistic_label(statistic)
+        results.append((
+            PermutationResult(float(forward[k]) / n_resamples, deltas[k], float(value_a), float(value_b), label,
+                              grouping, n_resamples, seed),
+            PermutationResult(float(backward[k]) / n_resamples, -deltas[k], float(value_b), float(value_a), label,
+                              grouping, n_resamples, seed)))
+    return results
 
 
 def _zscore(scores: FloatArray, name: str) -> FloatArray:

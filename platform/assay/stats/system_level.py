@@ -86,5 +86,7 @@ def resampled_corpus_scores(statistics: Scores, counts: FloatArray,
     stats = np.asarray(statistics, dtype=np.float64)
     if stats.ndim != 3 or counts.ndim != 2 or counts.shape[1] != stats.shape[1]:
         raise StatsInputError(f"statistics {stats.shape} and counts {counts.shape} must share the item axis")
-    summed = np.einsum("ri,sik->rsk", counts, stats)
+    systems, items, k = stats.shape
+    # (R x items) @ (items x systems*k): one matrix product; the sums are of integer counts, exact
+    summed = (counts @ stats.transpose(1, 0, 2).reshape(items, systems * k)).reshape(-1, systems, k)
     return np.array([[corpus_score(cell) for cell in row] for row in summed])

@@ -21,10 +21,12 @@ def _chart(ctx: ReportContext, panel: DriftPanel) -> str:
         by_alpha: dict[float, list[float]] = defaultdict(list)
         loose = []
         for p in points:
-            by_alpha[p.alpha].append(float(p.row.value))  # type: ignore[arg-type]
+            if p.row.value is None:  # drift_panels keeps defined values only
+                continue
+            by_alpha[p.alpha].append(p.row.value)
             notes += [ctx.version_note(p.evaluation.version), ctx.run_note(p.row)]
             if len({q.seed for q in points if q.alpha == p.alpha}) > 1:
-                loose.append(Point(p.alpha, float(p.row.value), ctx.row_tooltip(p.row)))  # type: ignore[arg-type]
+                loose.append(Point(p.alpha, p.row.value, ctx.row_tooltip(p.row)))
         label = ctx.palette.label(signature)
         means = []
         for alpha, values in sorted(by_alpha.items()):
