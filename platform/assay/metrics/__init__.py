@@ -7,9 +7,9 @@ The public API for notebooks::
     scores = SentenceBLEU().score(candidates, [[ref] for ref in references])
     bertscore = create_metric("bertscore", layer=4)      # any registered metric by name
 
-The model-based metrics (BERTScore, BLEURT) live in the worker layer, which needs torch:
-``from assay.workers.metrics import BERTScore``. Every metric, those included, is registered in
-the entry-point group ``assay.metrics`` (:mod:`assay.metrics.registry`).
+The model-based metrics (BERTScore, BLEURT) live in the worker layer, which needs torch; the
+platform reaches them only by name, through the entry-point group ``assay.metrics`` in which every
+metric, those included, is registered (:mod:`assay.metrics.registry`, ``pyproject.toml``).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Every metric, the built-in ones included, registers in the entry-point group ``a
 
     [project.entry-points."assay.metrics"]
     sentbleu = "assay.metrics.lexical:SentenceBLEU"
-    bertscore = "assay.workers.metrics:BERTScore"
+    bertscore = "<the worker layer's metrics module>:BERTScore"
 
 A user's package adds a metric the same way, with no change to Assay: the entry point's name is
 the metric's ``name`` and its object a :class:`~assay.metrics.base.Metric` subclass. Listing the
