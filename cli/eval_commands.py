@@ -97,7 +97,10 @@ def leaderboard_command(dataset: str, level: str, statistic: str, group: str, as
     else:
         first = rows[0]
         click.echo(f"{first['dataset']}@{first['dataset_version']}  level {level}  {statistic}  group {group}")
-        print_rows(rows, ["rank", "cluster", "metric", "value", "ci", "n", "aspect", "signature"])
+        columns = ["rank", "cluster", "metric", "value", "ci", "n", "aspect", "signature"]
+        if any(row.get("checkpoint") for row in rows):
+            columns.insert(3, "checkpoint")
+        print_rows(rows, columns)
 
 
 @click.command("rerun")

@@ -38,6 +38,7 @@ def cli() -> None:
 def _register_commands() -> None:
     from assay.cli import (
         catalog_commands,
+        checkpoint_commands,
         dataset_commands,
         drift_commands,
         eval_commands,
@@ -45,10 +46,11 @@ def _register_commands() -> None:
         report_commands,
         score_commands,
         server_commands,
+        train_commands,
     )
 
-    modules = (catalog_commands, dataset_commands, job_commands, score_commands, eval_commands, drift_commands,
-               report_commands, server_commands)
+    modules = (catalog_commands, checkpoint_commands, dataset_commands, job_commands, score_commands,
+               eval_commands, drift_commands, report_commands, server_commands, train_commands)
     for module in modules:
         module.register(cli)
 

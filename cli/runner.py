@@ -22,6 +22,8 @@ FLOWS = {
     "quality-drift": ("drift", "quality_drift_flow"),
     "report": ("report", "report_flow"),
     "assay-run": ("main_job", "main_job_flow"),
+    "finetune": ("train", "finetune_flow"),
+    "pretrain": ("train", "pretrain_flow"),
 }
 
 

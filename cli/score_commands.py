@@ -12,7 +12,7 @@ from assay.errors import UsageError
 
 
 def metric_spec_from_options(metric: str | None, model: str | None, layer: int | None, idf: bool,
-                             rescale: bool, checkpoint: Path | None, params: tuple[str, ...],
+                             rescale: bool, checkpoint: str | None, params: tuple[str, ...],
                              no_cache_undigested: bool = False) -> dict[str, Any]:
     """The metric spec the options name, checked by building the metric (cheap: no model is
     loaded), so a bad parameter is one error line before any flow starts. Values are typed here
@@ -25,7 +25,7 @@ def metric_spec_from_options(metric: str | None, model: str | None, layer: int |
 
 
 def _spec_from_options(metric: str | None, model: str | None, layer: int | None, idf: bool, rescale: bool,
-                       checkpoint: Path | None, params: tuple[str, ...], no_cache_undigested: bool) -> dict[str, Any]:
+                       checkpoint: str | None, params: tuple[str, ...], no_cache_undigested: bool) -> dict[str, Any]:
     from assay.cli.dataset_commands import parse_options
 
     if checkpoint is not None:
@@ -33,10 +33,14 @@ def _spec_from_options(metric: str | None, model: str | None, layer: int | None,
             raise UsageError("--checkpoint scores with the BLEURT-style metric; leave out --metric or use bleurt")
         if no_cache_undigested:
             raise UsageError("--no-cache-undigested applies to bertscore; a checkpoint is always digested")
-        return {"name": "bleurt", "params": {"checkpoint": str(checkpoint.resolve()),
+        from assay.checkpoints import resolve_folder
+        from assay.config import load_settings
+
+        folder = resolve_folder(load_settings(), checkpoint)
+        return {"name": "bleurt", "params": {"checkpoint": str(folder),
                                              **{k: _typed(v) for k, v in parse_options(params).items()}}}
     if metric is None:
-        raise UsageError("give --metric NAME or --checkpoint PATH")
+        raise UsageError("give --metric NAME or --checkpoint NAME|PATH")
     values: dict[str, Any] = {}
     if no_cache_undigested:
         values["allow_undigested"] = True
@@ -78,8 +82,8 @@ def metric_options(func: Any) -> Any:
         click.option("--layer", type=int, help="BERTScore: encoder layer whose embeddings are matched."),
         click.option("--idf", is_flag=True, help="BERTScore: idf weighting from the dataset's references."),
         click.option("--rescale", is_flag=True, help="BERTScore: rescale with the baseline for model and layer."),
-        click.option("--checkpoint", type=click.Path(path_type=Path, exists=True, file_okay=False),
-                     help="Score with a BLEURT-style checkpoint folder."),
+        click.option("--checkpoint", metavar="NAME|PATH",
+                     help="Score with a BLEURT-style checkpoint: a registered name, a digest prefix or a folder."),
         click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
                      help="Any other metric parameter (repeatable), e.g. -p tau=0.1 for bleu-neighbors."),
         click.option("--no-cache-undigested", is_flag=True,
@@ -102,7 +106,7 @@ def metric_options(func: Any) -> Any:
 @click.option("--shard-size", type=int, default=4000, show_default=True, help="Segments per scoring task.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
 def score_command(dataset: str, metric: str | None, model: str | None, layer: int | None, idf: bool,
-                  rescale: bool, checkpoint: Path | None, params: tuple[str, ...], no_cache_undigested: bool,
+                  rescale: bool, checkpoint: str | None, params: tuple[str, ...], no_cache_undigested: bool,
                   any_language: bool, scope: str, shard_size: int, as_json: bool) -> None:
     """Score a dataset version with a metric; already-scored segments are never recomputed.
 
@@ -150,7 +154,7 @@ def scores() -> None:
 @metric_options
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="FILE.csv or FILE.parquet")
 def export_command(dataset: str, metric: str | None, model: str | None, layer: int | None, idf: bool,
-                   rescale: bool, checkpoint: Path | None, params: tuple[str, ...], no_cache_undigested: bool,
+                   rescale: bool, checkpoint: str | None, params: tuple[str, ...], no_cache_undigested: bool,
                    any_language: bool, out: str) -> None:
     """One row per judged segment: group, system, segment_id, aspect, human, score (+P/R/F), signature."""
     from assay.metrics.registry import MetricSpec, create_metric

@@ -4,7 +4,7 @@ Settings are read from the environment on every call (never cached: tests change
 
 ``ASSAY_HOME`` (default ``~/.assay``)
     Root of all local state. Its sub-paths are defined once, as properties of :class:`Settings`:
-    ``catalog.sqlite``, ``datasets/``, ``results/``, ``work/``, ``baselines/``, ``report/``,
+    ``catalog.sqlite``, ``datasets/``, ``results/``, ``work/``, ``checkpoints/``, ``baselines/``, ``report/``,
     ``fixtures/``, ``cache/``, ``prefect/`` (Prefect's home) and ``server/`` (the background Prefect
     server).
 ``ASSAY_CATALOG_URL``
@@ -71,6 +71,11 @@ class Settings:
     def work_dir(self) -> Path:
         """Scratch files of runs in progress (removed when a run is recorded)."""
         return self.home / "work"
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        """Checkpoints that training jobs write (one folder each; registered in the catalog)."""
+        return self.home / "checkpoints"
 
     @property
     def baselines_dir(self) -> Path:

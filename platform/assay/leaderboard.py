@@ -13,6 +13,7 @@ reaches SQL only as bound parameters.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from assay.checkpoints import labels_by_digest, lineage_text
 from assay.config import Settings, load_settings
 from assay.datasets.names import DatasetRef
 from assay.errors import NotFoundError, UsageError
@@ -108,7 +110,22 @@ def leaderboard(query: LeaderboardQuery, settings: Settings | None = None,
     ranked += [{"rank": None, "cluster": None, **row} for row in rows if row["value"] is None]
     for row in ranked:
         row["created_at"] = row["created_at"].isoformat() if row["created_at"] else None
+    _name_checkpoints(ranked, settings)
     return ranked
+
+
+_CHECKPOINT_FIELD = re.compile(r"\|checkpoint:([0-9a-f]{12})")
+
+
+def _name_checkpoints(rows: list[dict[str, Any]], settings: Settings) -> None:
+    """Give each learned-metric row its checkpoint's registered name and lineage
+    (``checkpoint``: ``name (finetune of parent)``; None for other metrics or unregistered ones)."""
+    digests = {row["signature"]: m.group(1) for row in rows if (m := _CHECKPOINT_FIELD.search(row["signature"]))}
+    labels = labels_by_digest(settings) if digests else {}
+    for row in rows:
+        digest = digests.get(row["signature"])
+        label = labels.get(digest) if digest else None
+        row["checkpoint"] = lineage_text(label) if label else (f"unregistered {digest}" if digest else None)
 
 
 def _refuse_mixed_aspects(rows: list[dict[str, Any]], query: LeaderboardQuery) -> None:

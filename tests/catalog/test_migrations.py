@@ -56,27 +56,41 @@ def _read_rows(url: str) -> tuple[list[tuple], list[tuple]]:
     return [tuple(r) for r in versions], [tuple(r) for r in runs]
 
 
+def _columns(url: str, table: str) -> set[str]:
+    engine = catalog_engine.make_engine(url)
+    columns = {c["name"] for c in inspect(engine).get_columns(table)}
+    engine.dispose()
+    return columns
+
+
 def test_round_trip_keeps_data(catalog_url: str) -> None:
-    assert catalog_engine.upgrade(catalog_url) == (None, "0002")
+    assert catalog_engine.upgrade(catalog_url) == (None, "0003")
     _insert_rows(catalog_url)
+    engine = catalog_engine.make_engine(catalog_url)
+    with engine.begin() as conn:
+        conn.execute(text(
+            "INSERT INTO checkpoints (id, name, path, digest, config, created_at, lineage, run_id) VALUES "
+            "(1, 'ft', '/ckpt/ft', :d, '{}', CURRENT_TIMESTAMP, '{\"operation\": \"finetune\"}', 'run-1')"
+        ), {"d": "cd" * 32})
+    engine.dispose()
     before = _read_rows(catalog_url)
 
+    assert catalog_engine.downgrade(catalog_url) == ("0003", "0002")
+    assert "lineage" not in _columns(catalog_url, "checkpoints")
+    assert _read_rows(catalog_url) == before
     assert catalog_engine.downgrade(catalog_url) == ("0002", "0001")
-    engine = catalog_engine.make_engine(catalog_url)
-    columns = {c["name"] for c in inspect(engine).get_columns("dataset_versions")}
-    engine.dispose()
-    assert "parent_version_id" not in columns
+    assert "parent_version_id" not in _columns(catalog_url, "dataset_versions")
     assert _read_rows(catalog_url) == before
 
-    assert catalog_engine.upgrade(catalog_url) == ("0001", "0002")
+    assert catalog_engine.upgrade(catalog_url) == ("0001", "0003")
     assert _read_rows(catalog_url) == before
     # idempotent: a second upgrade changes nothing
-    assert catalog_engine.upgrade(catalog_url) == ("0002", "0002")
+    assert catalog_engine.upgrade(catalog_url) == ("0003", "0003")
 
     # all the way down and up again
-    assert catalog_engine.downgrade(catalog_url, "base") == ("0002", None)
+    assert catalog_engine.downgrade(catalog_url, "base") == ("0003", None)
     assert catalog_engine.downgrade(catalog_url, "base") == (None, None)
-    assert catalog_engine.upgrade(catalog_url) == (None, "0002")
+    assert catalog_engine.upgrade(catalog_url) == (None, "0003")
 
 
 def test_out_of_date_shared_catalog_is_refused(catalog_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -86,7 +100,7 @@ def test_out_of_date_shared_catalog_is_refused(catalog_url: str, monkeypatch: py
     catalog_engine.upgrade(catalog_url, "0001")
     monkeypatch.setenv("ASSAY_CATALOG_URL", catalog_url)
     catalog_engine.reset_engines()
-    with pytest.raises(CatalogOutOfDate, match=r"revision 0001.*needs revision 0002.*assay db upgrade"):
+    with pytest.raises(CatalogOutOfDate, match=r"revision 0001.*needs revision 0003.*assay db upgrade"):
         catalog_engine.get_engine(load_settings())
     # and it did not migrate it
     engine = catalog_engine.make_engine(catalog_url)

@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     DateTime,
     Float,
@@ -135,10 +136,14 @@ class Run(Base):
 
 
 class Checkpoint(Base):
-    """A learned-metric checkpoint (safetensors folder) registered for scoring."""
+    """A learned-metric checkpoint (safetensors folder) registered for scoring, once per content
+    digest, under a unique name; ``lineage`` says what made it (see :mod:`assay.checkpoints`)."""
 
     __tablename__ = "checkpoints"
-    __table_args__ = (UniqueConstraint("digest", name="uq_checkpoints_digest"),)
+    __table_args__ = (
+        UniqueConstraint("digest", name="uq_checkpoints_digest"),
+        UniqueConstraint("name", name="uq_checkpoints_name"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(256), nullable=False)
@@ -148,6 +153,12 @@ class Checkpoint(Base):
     config: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False, default=dict)
     parent_id: Mapped[int | None] = mapped_column(ForeignKey("checkpoints.id"), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+    # migration 0003: the registry
+    run_id: Mapped[str | None] = mapped_column(ForeignKey("runs.id", name="fk_checkpoints_run"), nullable=True)
+    lineage: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    heads: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
+    code_version: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    size_bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
 
 class ResultFile(Base):

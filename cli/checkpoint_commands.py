@@ -1,0 +1,118 @@
+"""``assay checkpoints list|show|register|export``: learned-metric checkpoints in the catalog."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from assay.cli.output import emit_json
+from assay.config import load_settings
+
+
+@click.group("checkpoints")
+def checkpoints() -> None:
+    """Learned-metric checkpoints: each registered once by content digest, with its lineage."""
+
+
+@checkpoints.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def list_command(as_json: bool) -> None:
+    """Every registered checkpoint: name, digest, how it was made and from what."""
+    from assay.checkpoints import list_checkpoints
+
+    rows = list_checkpoints(load_settings())
+    if as_json:
+        emit_json(rows)
+        return
+    if not rows:
+        click.echo("no checkpoints registered; `assay train` makes one, `assay checkpoints register PATH` adds one")
+        return
+    for row in rows:
+        made = row["operation"] or "?"
+        if row["parent"]:
+            made += f" of {row['parent']}"
+        data = ", ".join(d.get("label", "?") for d in row["datasets"]) if row["datasets"] else "-"
+        best = f", best step {row['best_step']}" if row["best_step"] is not None else ""
+        click.echo(f"{row['name']}  {row['digest'][:12]}  {made}; data {data}{best}")
+
+
+@checkpoints.command("show")
+@click.argument("ref")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def show_command(ref: str, as_json: bool) -> None:
+    """One checkpoint (NAME or digest prefix) in full: lineage, heads, validation curve, ancestors."""
+    from assay.checkpoints import describe
+
+    info = describe(load_settings(), ref)
+    if as_json:
+        emit_json(info)
+        return
+    _print_description(info)
+
+
+def _print_description(info: dict[str, Any]) -> None:
+    lineage = info["lineage"]
+    click.echo(f"{info['name']}  digest {info['digest']}")
+    click.echo(f"  folder      {info['path']}")
+    click.echo(f"  base model  {info['base_model']}")
+    click.echo(f"  made by     {info['operation'] or '?'}" + (f" of {info['parent']}" if info["parent"] else "")
+               + (f" (run {info['run_id']})" if info["run_id"] else ""))
+    click.echo(f"  heads       {', '.join(h.get('name', '?') for h in info['heads'])}")
+    for data in lineage.get("datasets", []):
+        click.echo(f"  data        {data.get('role', '')}: {data.get('label')} ({str(data.get('digest', ''))[:12]})")
+    if lineage.get("excluded"):
+        click.echo(f"  excluded    {', '.join(lineage['excluded'])} (never drawn from)")
+    if lineage.get("hyperparameters"):
+        hp = lineage["hyperparameters"]
+        click.echo("  training    " + ", ".join(f"{k}={v}" for k, v in sorted(hp.items())))
+    if lineage.get("seed") is not None:
+        click.echo(f"  seed        {lineage['seed']}")
+    if lineage.get("best_step") is not None:
+        click.echo(f"  best step   {lineage['best_step']} of {lineage.get('steps', '?')}")
+    curve = lineage.get("validation_curve") or []
+    if curve:
+        click.echo("  validation  step  tau     pearson")
+        for point in curve:
+            tau, r = point.get("val_kendall_tau"), point.get("val_pearson")
+            click.echo(f"              {point.get('step'):>5}  {_num(tau)}  {_num(r)}")
+    for ancestor in info["ancestors"]:
+        click.echo(f"  ancestor    {ancestor['name']} ({ancestor['digest'][:12]}, {ancestor['operation']})")
+    click.echo(f"  code        {info['code_version']}")
+
+
+def _num(value: Any) -> str:
+    return f"{value:.4f}" if isinstance(value, int | float) else "   -  "
+
+
+@checkpoints.command("register")
+@click.argument("path", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.option("--name", help="Name to register it under (default: from the folder name).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def register_command(path: Path, name: str | None, as_json: bool) -> None:
+    """Verify a checkpoint folder and register it by content digest (the same content again is a no-op)."""
+    from assay.workers.checkpoint_registry import register_folder
+
+    result = register_folder(load_settings(), path, name=name)
+    if as_json:
+        emit_json(result.as_dict())
+        return
+    state = "registered" if result.created else "already registered"
+    click.echo(f"{result.name}  {result.digest[:12]}: {state} ({result.path})")
+    for note in result.notes:
+        click.echo(f"  note: {note}")
+
+
+@checkpoints.command("export")
+@click.argument("ref")
+@click.argument("destination", type=click.Path(path_type=Path))
+def export_command(ref: str, destination: Path) -> None:
+    """Copy checkpoint REF's files into a new folder DESTINATION (digest checked after the copy)."""
+    from assay.workers.checkpoint_registry import export_checkpoint
+
+    click.echo(str(export_checkpoint(load_settings(), ref, destination)))
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(checkpoints)

@@ -1,0 +1,142 @@
+"""``assay train``: BLEURT-style pre-training and fine-tuning (Sellam et al., 2020), one stage or
+the whole recipe; every stage registers its checkpoint in the catalog with its lineage."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from assay.cli.output import emit_json
+from assay.errors import UsageError
+
+
+def parse_unfreeze(text: str | None) -> list[list[int]]:
+    """``0:2,500:6`` -> ``[[0, 2], [500, 6]]`` (from step 0 train the top 2 blocks, from 500 the top 6)."""
+    if not text:
+        return []
+    stages = []
+    for part in text.split(","):
+        step, sep, blocks = part.partition(":")
+        if not sep or not step.strip().isdigit() or not blocks.strip().isdigit():
+            raise UsageError(f"--unfreeze {text!r}: expected STEP:BLOCKS[,STEP:BLOCKS...], e.g. 0:2,500:6")
+        stages.append([int(step), int(blocks)])
+    return stages
+
+
+def config_from_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The trainer's hyper-parameters the options name (the rest keep the paper's defaults)."""
+    steps, epochs = options.get("steps"), options.get("epochs")
+    if steps is not None and epochs is not None:
+        raise UsageError("give --steps or --epochs, not both")
+    config: dict[str, Any] = {"max_steps": steps} if steps is not None else {"epochs": epochs if epochs else 1.0}
+    mapping = {"batch_size": "batch_size", "lr": "learning_rate", "warmup": "warmup_ratio",
+               "weight_decay": "weight_decay", "eval_every": "eval_every", "save_every": "save_every",
+               "patience": "patience", "seed": "seed", "validation_fraction": "validation_fraction",
+               "device": "device", "max_length": "max_length", "clip": "max_grad_norm"}
+    for option, field in mapping.items():
+        if options.get(option) is not None:
+            config[field] = options[option]
+    if options.get("freeze_embeddings"):
+        config["freeze_embeddings"] = True
+    if options.get("no_length_grouping"):
+        config["group_by_length"] = False
+    unfreeze = parse_unfreeze(options.get("unfreeze"))
+    if unfreeze:
+        config["unfreeze"] = unfreeze
+    # validate now: one error line before any flow starts
+    from assay.workers.training.config import TrainConfig
+
+    TrainConfig(**config)
+    return config
+
+
+def training_options(function: Any) -> Any:
+    options = [
+        click.option("--steps", type=int, help="Optimizer steps (or --epochs; default 1 epoch)."),
+        click.option("--epochs", type=float, help="Passes over the training split."),
+        click.option("--batch-size", type=int, help="Pairs per step over all processes (default 32, the paper's)."),
+        click.option("--lr", type=float, help="Peak learning rate of AdamW (default 1e-5, the paper's)."),
+        click.option("--warmup", type=float, help="Share of steps with linear warm-up (then linear decay)."),
+        click.option("--weight-decay", type=float, help="AdamW weight decay."),
+        click.option("--clip", type=float, help="Gradient-norm clipping (default 1.0; 0 turns it off)."),
+        click.option("--eval-every", type=int, help="Validate every N steps (and after the last)."),
+        click.option("--save-every", type=int, help="Save a resumable state every N steps."),
+        click.option("--patience", type=int, help="Stop after N validations without a better Kendall tau."),
+        click.option("--seed", type=int, help="Seed of the split, the heads, dropout and the batch order."),
+        click.option("--validation-fraction", type=float, help="Share of items held out (default 0.1)."),
+        click.option("--freeze-embeddings", is_flag=True, help="Keep the embedding layer fixed."),
+        click.option("--unfreeze", metavar="STEP:BLOCKS,...", help="Staged unfreezing, e.g. 0:2,500:6."),
+        click.option("--no-length-grouping", is_flag=True, help="Random batches instead of length-grouped ones."),
+        click.option("--max-length", type=int, help="Token budget per pair (default: the checkpoint's)."),
+        click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), help="Where to train (default auto)."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+@click.command("train")
+@click.option("--stage", type=click.Choice(["pretrain", "finetune"]), help="One stage.")
+@click.option("--recipe", type=click.Choice(["bleurt"]), help="The paper's stages, one after the other.")
+@click.option("--data", "data", multiple=True, metavar="NAME[@VERSION]",
+              help="Rated datasets to fine-tune on, or the synthetic dataset to pre-train on.")
+@click.option("--init", metavar="CHECKPOINT|ENCODER",
+              help="Start from a checkpoint (name, digest prefix or folder) or an encoder (folder or hub id); "
+                   "default: the embedded all-MiniLM-L6-v2.")
+@click.option("--name", help="Name of the checkpoint (default: stage, data and seed). --resume needs it.")
+@click.option("--resume", is_flag=True, help="Continue the named run from its last saved state.")
+@click.option("--group", "groups", multiple=True, help="Fine-tune on these groups only (default: to-English pairs).")
+@click.option("--aspect", help="The rated aspect to fine-tune on (WebNLG: fluency, grammar or semantics).")
+@click.option("--exclude", multiple=True, metavar="NAME", help="Datasets that must not be trained on.")
+@click.option("--signal", "signals", multiple=True, help="Pre-train on these signals only (default: all stored).")
+@training_options
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def train_command(stage: str | None, recipe: str | None, data: tuple[str, ...], init: str | None, name: str | None,
+                  resume: bool, groups: tuple[str, ...], aspect: str | None, exclude: tuple[str, ...],
+                  signals: tuple[str, ...], as_json: bool, **options: Any) -> None:
+    """Train a BLEURT-style learned metric: --stage pretrain|finetune, or --recipe bleurt.
+
+    Every stage plans first (data pinned by version and digest, evaluation sets never trained on),
+    trains with transformers' Trainer (AdamW, warm-up and decay, clipping, length-grouped batches,
+    validation on held-out items with Kendall tau and Pearson r, early stopping), saves resumable
+    state every --save-every steps, exports the best step's checkpoint and registers it.
+    """
+    from assay.cli.runner import run_flow
+
+    if (stage is None) == (recipe is None):
+        raise UsageError("give --stage pretrain|finetune or --recipe bleurt")
+    if recipe is not None:
+        raise UsageError("use `assay recipe bleurt` for the whole recipe")
+    config = config_from_options(options)
+    if stage == "finetune":
+        if not data:
+            raise UsageError("--stage finetune needs --data NAME[@VERSION] (rated datasets)")
+        result = run_flow("finetune", list(data), init=init, config=config, name=name, resume=resume,
+                          exclude=list(exclude), groups=list(groups) or None, aspect=aspect)
+    else:
+        if len(data) != 1:
+            raise UsageError("--stage pretrain needs one --data NAME[@VERSION]: a synthetic dataset (`assay synth`)")
+        result = run_flow("pretrain", data[0], init=init, config=config, name=name, resume=resume,
+                          exclude=list(exclude), signals=list(signals) or None)
+    if as_json:
+        emit_json(result)
+        return
+    print_stage(result)
+
+
+def print_stage(result: dict[str, Any]) -> None:
+    reg = result["registered"]
+    tau = result.get("best_kendall_tau")
+    click.echo(f"{result['stage']}: checkpoint {reg['name']} ({reg['digest'][:12]}) "
+               f"{'registered' if reg['created'] else 'already registered'}")
+    click.echo(f"  best step {result['best_step']} of {result['steps']}"
+               + (f", validation Kendall tau {tau:.4f}" if tau is not None else "")
+               + (" (stopped early)" if result.get("stopped_early") else ""))
+    click.echo(f"  {result['n_train']:,} training / {result['n_validation']:,} validation pairs, "
+               f"{result['pairs_per_second']:.1f} pairs/s on {result['device']}, {result['seconds']:.0f} s")
+    click.echo(f"  {reg['path']}")
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(train_command)

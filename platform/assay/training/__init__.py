@@ -1,0 +1,4 @@
+"""Training learned metrics (BLEURT, Sellam et al. 2020): stage plans, lineage, recipes.
+
+The model code lives in the workers layer; here are the parts that need no torch.
+"""

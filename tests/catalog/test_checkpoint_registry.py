@@ -1,0 +1,100 @@
+"""The checkpoint registry (``assay.checkpoints``): one entry per content digest, unique names,
+references by name or digest prefix, lineage chains, and names that cannot inject anything.
+
+These tests write registry rows from facts directly (no model is loaded); registering real folders
+end to end, with their verification, is tested in ``tests/training/test_checkpoint_commands.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from assay.catalog.engine import session_scope
+from assay.checkpoints import (
+    CheckpointFacts,
+    describe,
+    find,
+    labels_by_digest,
+    lineage_text,
+    list_checkpoints,
+    name_from_folder,
+    register,
+    resolve_folder,
+    validate_checkpoint_name,
+)
+from assay.config import load_settings
+from assay.errors import NotFoundError, UsageError
+
+
+def _facts(tmp_path: Path, folder: str, digest: str, parent: str | None = None,
+           operation: str = "finetune") -> CheckpointFacts:
+    path = tmp_path / folder
+    path.mkdir(exist_ok=True)
+    return CheckpointFacts(
+        digest=digest, path=str(path), base_model="all-MiniLM-L6-v2", config={"max_length": 512},
+        heads=[{"name": "rating"}],
+        lineage={"operation": operation, "parent_digest": parent, "seed": 7,
+                 "datasets": [{"role": "finetune", "label": "wmt16@1", "digest": "ab" * 32}]},
+        size_bytes=123,
+    )
+
+
+def test_same_content_twice_is_a_no_op(tmp_path: Path) -> None:
+    settings = load_settings()
+    first = register(settings, _facts(tmp_path, "My Ckpt", "a" * 64))
+    assert first.created and first.name == "my-ckpt"
+    again = register(settings, _facts(tmp_path, "elsewhere", "a" * 64), name="other")
+    assert not again.created and again.name == "my-ckpt"
+    assert "already registered as 'my-ckpt'" in again.notes[0]
+    assert len(list_checkpoints(settings)) == 1
+
+
+def test_names_are_unique_and_a_default_name_clash_gets_the_digest(tmp_path: Path) -> None:
+    settings = load_settings()
+    register(settings, _facts(tmp_path, "ckpt", "a" * 64))
+    second = register(settings, _facts(tmp_path, "ckpt", "b" * 64))
+    assert second.name == "ckpt-bbbbbbbb"
+    with pytest.raises(UsageError, match="name 'ckpt' is taken"):
+        register(settings, _facts(tmp_path, "x", "c" * 64), name="ckpt")
+
+
+def test_references_by_name_and_digest_prefix(tmp_path: Path) -> None:
+    settings = load_settings()
+    register(settings, _facts(tmp_path, "one", "abcdef3" + "0" * 57))
+    register(settings, _facts(tmp_path, "two", "abcdef4" + "0" * 57))
+    with session_scope(settings) as session:
+        assert find(session, "one").digest.startswith("abcdef3")
+        assert find(session, "abcdef40").name == "two"
+        with pytest.raises(UsageError, match="matches 2 checkpoints"):
+            find(session, "abcdef")
+        with pytest.raises(NotFoundError, match="no checkpoint named 'three'"):
+            find(session, "three")
+    assert resolve_folder(settings, "two") == tmp_path / "two"
+    # an existing folder is taken as it is
+    assert resolve_folder(settings, tmp_path / "one") == (tmp_path / "one").resolve()
+
+
+def test_lineage_links_parent_and_ancestors(tmp_path: Path) -> None:
+    settings = load_settings()
+    register(settings, _facts(tmp_path, "base", "1" * 64, operation="create_from_encoder"))
+    register(settings, _facts(tmp_path, "pre", "2" * 64, parent="1" * 64, operation="pretrain"))
+    register(settings, _facts(tmp_path, "fine", "3" * 64, parent="2" * 64, operation="finetune"))
+    info = describe(settings, "fine")
+    assert info["parent"] == "pre"
+    assert [a["name"] for a in info["ancestors"]] == ["pre", "base"]
+    assert info["lineage"]["datasets"][0]["label"] == "wmt16@1"
+    labels = labels_by_digest(settings)
+    assert lineage_text(labels["3" * 12]) == "fine (finetune of pre)"
+
+
+@pytest.mark.parametrize("bad", ["../etc", "a/b", "x'; DROP TABLE checkpoints; --", "<script>", "", "A B", ".hidden"])
+def test_names_that_could_inject_are_refused(bad: str) -> None:
+    with pytest.raises(UsageError, match="invalid checkpoint name"):
+        validate_checkpoint_name(bad)
+
+
+def test_folder_names_become_valid_names() -> None:
+    assert name_from_folder("/x/BLEURT MiniLM (final)") == "bleurt-minilm-final"
+    assert name_from_folder("/x/...") == "checkpoint"
