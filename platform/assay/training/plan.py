@@ -189,9 +189,9 @@ class StagePlan:
         )
 
     def lineage(self) -> dict[str, Any]:
-        return lineage(self.stage, self.data, hyperparameters=self.config, seed=int(self.config.get("seed", DEFAULT_SEED)),
-                       excluded=self.excluded, parent_digest=self.init_digest,
-                       extra={"name": self.name, "objectives": self.objectives, "primary": self.primary})
+        seed = int(self.config.get("seed", DEFAULT_SEED))
+        return lineage(self.stage, self.data, hyperparameters=self.config, seed=seed, excluded=self.excluded,
+                       parent_digest=self.init_digest, extra={"name": self.name})
 
 
 def choose_name(settings: Settings, stage: str, data: Sequence[DataVersion], seed: int, name: str | None,
