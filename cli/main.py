@@ -46,11 +46,13 @@ def _register_commands() -> None:
         report_commands,
         score_commands,
         server_commands,
+        synth_commands,
         train_commands,
     )
 
     modules = (catalog_commands, checkpoint_commands, dataset_commands, job_commands, score_commands,
-               eval_commands, drift_commands, report_commands, server_commands, train_commands)
+               eval_commands, drift_commands, report_commands, server_commands, synth_commands,
+               train_commands)
     for module in modules:
         module.register(cli)
 

@@ -91,10 +91,28 @@ def training_options(function: Any) -> Any:
 @click.option("--exclude", multiple=True, metavar="NAME", help="Datasets that must not be trained on.")
 @click.option("--signal", "signals", multiple=True, help="Pre-train on these signals only (default: all stored).")
 @training_options
+@click.option("--evaluate-on", multiple=True, metavar="NAME",
+              help="Recipe: datasets the metric is evaluated on, never trained on (default wmt17).")
+@click.option("--from", "sources", multiple=True, metavar="NAME[@VERSION]",
+              help="Recipe: datasets the synthetic sentences come from (default wmt16, wmt18).")
+@click.option("--synthetic", metavar="NAME[@VERSION]", help="Recipe: pre-train on this synthetic version.")
+@click.option("--pairs", type=int, help="Recipe: synthetic pairs to make (default 40,000).")
+@click.option("--masked-lm", metavar="MODEL", help="Recipe: fill masks with this Hugging Face masked LM.")
+@click.option("--no-pretraining", is_flag=True, help="Recipe: fine-tune the encoder directly (no synthetic stage).")
+@click.option("--webnlg", metavar="NAME[@VERSION]", help="Recipe: a third stage on WebNLG ratings.")
+@click.option("--webnlg-aspect", help="Recipe: the WebNLG aspect (default semantics).")
+@click.option("--pretrain-steps", type=int, help="Recipe: pre-training steps (default: 1 epoch).")
+@click.option("--pretrain-epochs", type=float, help="Recipe: pre-training epochs.")
+@click.option("--finetune-steps", type=int, help="Recipe: fine-tuning steps.")
+@click.option("--finetune-epochs", type=float, help="Recipe: fine-tuning epochs (default 4).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def train_command(stage: str | None, recipe: str | None, data: tuple[str, ...], init: str | None, name: str | None,
                   resume: bool, groups: tuple[str, ...], aspect: str | None, exclude: tuple[str, ...],
-                  signals: tuple[str, ...], as_json: bool, **options: Any) -> None:
+                  signals: tuple[str, ...], as_json: bool, evaluate_on: tuple[str, ...], sources: tuple[str, ...],
+                  synthetic: str | None, pairs: int | None, masked_lm: str | None, no_pretraining: bool,
+                  webnlg: str | None, webnlg_aspect: str | None, pretrain_steps: int | None,
+                  pretrain_epochs: float | None, finetune_steps: int | None, finetune_epochs: float | None,
+                  **options: Any) -> None:
     """Train a BLEURT-style learned metric: --stage pretrain|finetune, or --recipe bleurt.
 
     Every stage plans first (data pinned by version and digest, evaluation sets never trained on),
@@ -107,7 +125,19 @@ def train_command(stage: str | None, recipe: str | None, data: tuple[str, ...], 
     if (stage is None) == (recipe is None):
         raise UsageError("give --stage pretrain|finetune or --recipe bleurt")
     if recipe is not None:
-        raise UsageError("use `assay recipe bleurt` for the whole recipe")
+        recipe_options = {"evaluate_on": evaluate_on, "sources": sources, "synthetic": synthetic, "n_pairs": pairs,
+                          "masked_lm": masked_lm, "webnlg": webnlg, "webnlg_aspect": webnlg_aspect,
+                          "pretrain_steps": pretrain_steps, "pretrain_epochs": pretrain_epochs,
+                          "finetune_steps": finetune_steps, "finetune_epochs": finetune_epochs}
+        run_recipe_command(data, init, name, no_pretraining, signals, recipe_options, options, as_json)
+        return
+    recipe_only = [k for k, v in {"--evaluate-on": evaluate_on, "--from": sources, "--synthetic": synthetic,
+                                  "--pairs": pairs, "--masked-lm": masked_lm, "--webnlg": webnlg,
+                                  "--no-pretraining": no_pretraining, "--pretrain-steps": pretrain_steps,
+                                  "--finetune-steps": finetune_steps, "--pretrain-epochs": pretrain_epochs,
+                                  "--finetune-epochs": finetune_epochs}.items() if v]
+    if recipe_only:
+        raise UsageError(f"{', '.join(recipe_only)} apply to --recipe, not to one --stage")
     config = config_from_options(options)
     if stage == "finetune":
         if not data:
@@ -123,6 +153,58 @@ def train_command(stage: str | None, recipe: str | None, data: tuple[str, ...], 
         emit_json(result)
         return
     print_stage(result)
+
+
+def _stage_overrides(steps: int | None, epochs: float | None) -> dict[str, Any] | None:
+    if steps is not None and epochs is not None:
+        raise UsageError("give steps or epochs for a stage, not both")
+    if steps is not None:
+        return {"max_steps": steps}
+    if epochs is not None:
+        return {"epochs": epochs}
+    return None
+
+
+def run_recipe_command(data: tuple[str, ...], init: str | None, name: str | None, no_pretraining: bool,
+                       signals: tuple[str, ...], recipe_options: dict[str, Any], options: dict[str, Any],
+                       as_json: bool) -> None:
+    """``assay train --recipe bleurt``: the whole recipe as one ``train`` flow."""
+    from assay.cli.runner import run_flow
+    from assay.training.recipes import BleurtRecipe
+
+    recipe_options = {k: (list(v) or None) if isinstance(v, tuple) else v for k, v in recipe_options.items()}
+    general = {k: v for k, v in options.items() if v not in (None, False)}
+    shared = {k: general.pop(k) for k in ("seed", "device", "batch_size") if k in general}
+    if general:
+        raise UsageError(f"--{', --'.join(k.replace('_', '-') for k in general)} apply to one --stage; the recipe "
+                         "takes --pretrain-steps/--pretrain-epochs and --finetune-steps/--finetune-epochs")
+    pretrain = _stage_overrides(recipe_options.pop("pretrain_steps"), recipe_options.pop("pretrain_epochs")) or {}
+    finetune = _stage_overrides(recipe_options.pop("finetune_steps"), recipe_options.pop("finetune_epochs")) or {}
+    stage_shared = {k: v for k, v in shared.items() if k != "seed"}
+    recipe = BleurtRecipe().with_overrides(
+        **recipe_options, finetune_data=list(data) or None, init=init, name=name, seed=shared.get("seed"),
+        signals=list(signals) or None, pretraining=False if no_pretraining else None,
+        pretrain={**pretrain, **stage_shared}, finetune={**finetune, **stage_shared},
+        webnlg_finetune={**finetune, **stage_shared})
+    for stage in ("pretrain", "finetune"):
+        config_from_options_check(recipe.stage_config(stage))
+    result = run_flow("train", recipe.as_dict())
+    if as_json:
+        emit_json(result)
+        return
+    for stage, out in result["stages"].items():
+        if stage == "synthesize":
+            click.echo(f"synthesize: {out['label']} ({out['rows']:,} pairs, {out['digest'][:12]}) "
+                       f"{'stored' if out['created'] else 'already stored'}, {out['stage_seconds']:.0f} s")
+        else:
+            print_stage(out)
+    click.echo(f"final checkpoint: {result['checkpoint']}")
+
+
+def config_from_options_check(config: dict[str, Any]) -> None:
+    from assay.workers.training.config import TrainConfig
+
+    TrainConfig(**config)
 
 
 def print_stage(result: dict[str, Any]) -> None:

@@ -81,3 +81,31 @@ def pretrain_flow(synthetic: str, init: str | None = None, config: dict[str, Any
     plan = plan_pretrain_task(synthetic, init, config or {}, name, resume, exclude or [], signals)
     _logger().info("pre-training %s on %s", plan["name"], plan["data"][0]["label"])
     return stage_task(plan, resume)
+
+
+class _FlowStages:
+    """The recipe's stages as subflows of the ``train`` flow."""
+
+    def synthesize(self, spec: dict[str, Any], name: str) -> dict[str, Any]:
+        from assay.flows.synthesize import synthesize_flow
+
+        return synthesize_flow(spec, name)
+
+    def pretrain(self, synthetic: str, init: str | None, config: dict[str, Any], name: str,
+                 exclude: list[str], signals: list[str] | None) -> dict[str, Any]:
+        return pretrain_flow(synthetic, init=init, config=config, name=name, exclude=exclude, signals=signals)
+
+    def finetune(self, data: list[str], init: str | None, config: dict[str, Any], name: str, exclude: list[str],
+                 aspect: str | None) -> dict[str, Any]:
+        return finetune_flow(data, init=init, config=config, name=name, exclude=exclude, aspect=aspect)
+
+
+@flow(name="train")
+def train_flow(recipe: dict[str, Any]) -> dict[str, Any]:
+    """A training recipe (``bleurt``: synthesize → pre-train → fine-tune on WMT → optionally WebNLG),
+    each stage a subflow; every checkpoint is registered with its lineage."""
+    from assay.training.recipes import BleurtRecipe
+    from assay.workers.recipe import run_recipe
+
+    logger = _logger()
+    return run_recipe(BleurtRecipe.from_dict(recipe), _FlowStages(), log=logger.info)

@@ -113,3 +113,31 @@ def test_training_refuses_what_the_recipe_evaluates_on_and_resume_without_name(s
     assert result.exit_code == 2 and "--resume continues a named run" in result.output
     result = runner.invoke(cli, ["train", "--stage", "finetune", "--data", "wmt16", "--steps", "1", "--epochs", "1"])
     assert result.exit_code == 2 and "--steps or --epochs" in result.output
+
+
+def test_recipe_synthesizes_pretrains_and_finetunes_without_touching_the_evaluation_set(
+        prefect_engine: None, shared_data: Path, tiny_minilm_vocab_encoder: Path) -> None:
+    """``assay synth`` and ``assay train --recipe bleurt`` at a toy size (200 pairs, 3 steps a stage)."""
+    runner = CliRunner()
+    for folder in ("wmt16-da-seg", "wmt17-da", "wmt18-da"):
+        _ok(runner, ["ingest", str(shared_data / folder)])
+    refused = runner.invoke(cli, ["synth", "--from", "wmt17", "--exclude", "wmt17", "--pairs", "10"])
+    assert refused.exit_code == 2 and "wmt17" in refused.output
+    synth = json.loads(_ok(runner, ["synth", "--pairs", "200", "--json"]))
+    assert synth["rows"] == 200 and synth["label"] == "synth-wmt16-wmt18@1"
+    again = json.loads(_ok(runner, ["synth", "--pairs", "200", "--json"]))
+    assert not again["created"] and again["digest"] == synth["digest"]
+
+    out = json.loads(_ok(runner, [
+        "train", "--recipe", "bleurt", "--synthetic", synth["label"], "--init", str(tiny_minilm_vocab_encoder),
+        "--pretrain-steps", "3", "--finetune-steps", "3", "--batch-size", "8", "--name", "toy", "--json"]))
+    assert list(out["stages"]) == ["pretrain", "finetune"]
+    assert out["checkpoint"] == "toy-finetune-s12345"
+    info = json.loads(_ok(runner, ["checkpoints", "show", "toy-finetune-s12345", "--json"]))
+    assert info["parent"] == "toy-pretrain-s12345"
+    assert info["lineage"]["excluded"] == ["wmt17"]
+    assert [a["name"] for a in info["ancestors"]] == ["toy-pretrain-s12345"]
+    pre = json.loads(_ok(runner, ["checkpoints", "show", "toy-pretrain-s12345", "--json"]))
+    assert pre["lineage"]["datasets"][0]["label"] == "synth-wmt16-wmt18@1"
+    assert {"bleu", "chrf", "bertscore_f", "backtrans_flag"} <= {h["name"] for h in pre["heads"]}
+    assert "wmt17" in pre["lineage"]["excluded"]

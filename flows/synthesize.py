@@ -1,0 +1,36 @@
+"""The ``synthesize`` flow: BLEURT's synthetic pre-training pairs (Sellam et al., 2020, §4) from
+stored dataset versions, stored as a versioned dataset (:mod:`assay.synthetic`). A spec whose
+pairs are already stored (same sources, plugins and signatures) returns that version."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+
+from assay.config import load_settings
+
+
+@task(name="synthesize-pairs", task_run_name="synthesize {name}")
+def synthesize_task(spec: dict[str, Any], name: str | None, reuse: bool) -> dict[str, Any]:
+    from assay.synthetic.spec import SynthesisSpec
+    from assay.synthetic.synthesize import Progress
+    from assay.synthetic.versions import store_synthetic
+
+    logger = get_run_logger()
+    reported: dict[str, int] = {}
+
+    def progress(p: Progress) -> None:
+        tenth = p.done * 10 // max(p.total, 1)
+        if reported.get(p.stage) != tenth:
+            reported[p.stage] = tenth
+            logger.info("%s: %d of %d pairs", p.stage, p.done, p.total)
+
+    return store_synthetic(SynthesisSpec.from_dict(spec), name=name, settings=load_settings(), progress=progress,
+                           reuse=reuse).as_dict()
+
+
+@flow(name="synthesize")
+def synthesize_flow(spec: dict[str, Any], name: str | None = None, reuse: bool = True) -> dict[str, Any]:
+    """Synthesize and store the pairs of ``spec`` (a :class:`~assay.synthetic.spec.SynthesisSpec` dict)."""
+    return synthesize_task(spec, name, reuse)

@@ -1,0 +1,140 @@
+"""The BLEURT recipe (Sellam et al., 2020): synthetic pre-training (§4) → fine-tuning on WMT
+ratings (§3, §5.1) → optionally fine-tuning on WebNLG (§5.3, "BLEURT was trained in three
+steps").
+
+A recipe is a plan of stages; it names the datasets it evaluates on, and none of its stages may
+draw from them (the synthetic corpus excludes them, fine-tuning refuses them), so the lineage of
+every checkpoint it makes shows the exclusion.
+
+Default sizes are for this project's 2-core CPU machines, about an hour in all: 40,000 synthetic
+pairs pre-trained for one epoch, then four epochs over WMT16's to-English ratings (the paper
+pre-trains BERT-large for 800,000 steps on 6.5 million pairs and fine-tunes for 40,000 steps).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from assay.config import DEFAULT_SEED
+from assay.errors import UsageError
+from assay.synthetic.spec import PerturbationSpec, SignalSpec, SynthesisSpec
+from assay.training.plan import check_not_excluded
+
+#: offline signals of Table 1 (no translation or NLI model needed) plus chrF
+DEFAULT_SIGNALS = ("bleu", "rouge", "chrf", "bertscore", "backtrans_flag")
+
+
+def _pretrain_defaults() -> dict[str, Any]:
+    return {"epochs": 1.0, "learning_rate": 5e-5, "warmup_ratio": 0.1, "eval_every": 250, "save_every": 250}
+
+
+def _finetune_defaults() -> dict[str, Any]:
+    return {"epochs": 4.0, "learning_rate": 3e-5, "warmup_ratio": 0.1, "eval_every": 95, "save_every": 95,
+            "patience": 4}
+
+
+@dataclass(frozen=True)
+class BleurtRecipe:
+    """The stages and their settings; every field is recorded with the recipe's run."""
+
+    evaluate_on: tuple[str, ...] = ("wmt17",)
+    """datasets the resulting metric is evaluated on: never trained on, never drawn from"""
+    sources: tuple[str, ...] = ("wmt16", "wmt18")
+    """datasets the synthetic sentences are drawn from"""
+    synthetic: str | None = None
+    """an existing synthetic version to pre-train on instead of synthesizing"""
+    n_pairs: int = 40_000
+    signals: tuple[str, ...] = DEFAULT_SIGNALS
+    mask_filling_share: float = 0.5
+    """share of pairs made by mask filling; the rest are WMT system outputs (backtranslation's stand-in)"""
+    word_dropping_share: float = 0.3
+    masked_lm: str | None = None
+    """a Hugging Face masked LM for mask filling (default: the offline n-gram filler)"""
+    pretraining: bool = True
+    """False: fine-tune the encoder directly (the paper's "BLEURT -pre" ablation)"""
+    finetune_data: tuple[str, ...] = ("wmt16",)
+    webnlg: str | None = None
+    """a WebNLG version for the third stage (§5.3), or None"""
+    webnlg_aspect: str = "semantics"
+    init: str | None = None
+    """the encoder to start from (default: the embedded all-MiniLM-L6-v2)"""
+    seed: int = DEFAULT_SEED
+    name: str = "bleurt"
+    """prefix of the checkpoints' names"""
+    pretrain: dict[str, Any] = field(default_factory=_pretrain_defaults)
+    finetune: dict[str, Any] = field(default_factory=_finetune_defaults)
+    webnlg_finetune: dict[str, Any] = field(default_factory=_finetune_defaults)
+
+    def validate(self) -> BleurtRecipe:
+        if not self.evaluate_on:
+            raise UsageError("the recipe needs --evaluate-on: the datasets it must never train on")
+        check_not_excluded(self.sources, self.evaluate_on, "the synthetic corpus")
+        check_not_excluded(self.finetune_data, self.evaluate_on, "fine-tuning")
+        if self.webnlg:
+            check_not_excluded([self.webnlg], self.evaluate_on, "WebNLG fine-tuning")
+        if not self.finetune_data:
+            raise UsageError("the recipe fine-tunes on rated data: give --finetune-data")
+        return self
+
+    def synthesis_spec(self) -> SynthesisSpec:
+        """The synthetic corpus (§4.1): mask filling and system outputs, word dropping on a share."""
+        perturbation = "mask_filling_mlm" if self.masked_lm else "mask_filling"
+        params = {"model": self.masked_lm} if self.masked_lm else {}
+        return SynthesisSpec(
+            sources=self.sources, exclude=self.evaluate_on, n_pairs=self.n_pairs,
+            perturbations=(PerturbationSpec(perturbation, self.mask_filling_share, params),
+                           PerturbationSpec("system_outputs", round(1 - self.mask_filling_share, 6)),
+                           PerturbationSpec("word_dropping", self.word_dropping_share)),
+            signals=tuple(SignalSpec(s) for s in self.signals), seed=self.seed,
+        ).validate()
+
+    def stage_config(self, stage: str) -> dict[str, Any]:
+        base = {"pretrain": self.pretrain, "finetune": self.finetune, "webnlg": self.webnlg_finetune}[stage]
+        return {"seed": self.seed, **base}
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        for key in ("evaluate_on", "sources", "signals", "finetune_data"):
+            data[key] = list(data[key])
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> BleurtRecipe:
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise UsageError(f"recipe: unknown key(s) {', '.join(unknown)}")
+        values = dict(data)
+        for key in ("evaluate_on", "sources", "signals", "finetune_data"):
+            if key in values:
+                values[key] = tuple(values[key])
+        return cls(**values).validate()
+
+    def with_overrides(self, **changes: Any) -> BleurtRecipe:
+        """A copy with the given fields replaced (None values leave a field as it is); ``pretrain``,
+        ``finetune`` and ``webnlg_finetune`` are merged into the defaults, not replaced."""
+        values: dict[str, Any] = {}
+        for key, value in changes.items():
+            if value is None:
+                continue
+            if key in ("pretrain", "finetune", "webnlg_finetune"):
+                merged = {**getattr(self, key), **value}
+                if "max_steps" in value:
+                    merged.pop("epochs", None)
+                if "epochs" in value:
+                    merged.pop("max_steps", None)
+                values[key] = merged
+            else:
+                values[key] = tuple(value) if isinstance(value, list) else value
+        return replace(self, **values).validate()
+
+
+def stage_names(recipe: BleurtRecipe) -> Sequence[str]:
+    """The stages the recipe runs, in order."""
+    stages = ["synthesize", "pretrain"] if recipe.pretraining else []
+    stages.append("finetune")
+    if recipe.webnlg:
+        stages.append("webnlg")
+    return stages
