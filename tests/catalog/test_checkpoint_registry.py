@@ -98,3 +98,13 @@ def test_names_that_could_inject_are_refused(bad: str) -> None:
 def test_folder_names_become_valid_names() -> None:
     assert name_from_folder("/x/BLEURT MiniLM (final)") == "bleurt-minilm-final"
     assert name_from_folder("/x/...") == "checkpoint"
+
+
+def test_report_labels_a_checkpoint_with_its_name_and_lineage() -> None:
+    from assay.report.palette import MetricPalette
+
+    signature = "bleurt|checkpoint:333333333333|base_encoder:x|v:1|assay:0.1.0"
+    palette = MetricPalette.of([signature, "sentbleu|tok:13a|v:1|assay:0.1.0"],
+                               {"3" * 12: {"name": "fine", "operation": "finetune", "parent": "pre"}})
+    assert palette.label(signature) == "bleurt · fine (finetune of pre)"
+    assert palette.label("sentbleu|tok:13a|v:1|assay:0.1.0") == "sentbleu"

@@ -9,7 +9,9 @@
    ``sample_limit`` segments per plot);
 3. system-level plots, human vs metric system scores per language pair, as the evaluation stored them;
 4. the BLEU Neighbors coverage/Spearman trade-off on HUSE, computed at build time;
-5. correlation against α for quality-drift test samples;
+5. correlation against α for quality-drift test samples, then learned metrics: validation curves
+   and lineage of registered checkpoints, and the robustness experiments with training (BLEURT
+   §5.2 quality drift, §5.3 WebNLG) from ``results/robustness``;
 6. model selection with hybrid systems (Hits@1, MRR, Diff) from ``assay select``;
 7. the BLEURT Table 2 and BERTScore Table 1 layouts with Assay's and the papers' numbers;
 8. numbered notes: signatures, dataset versions with digests, runs, code version.
@@ -26,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from assay.atomic import write_text
+from assay.checkpoints import labels_by_digest
 from assay.config import Settings, load_settings
 from assay.provenance import code_version
 from assay.report.collect import correlation_rows, dataset_versions, latest_evaluations
@@ -36,6 +39,7 @@ from assay.report.sections import (
     Section,
     correlations,
     drift,
+    learned,
     neighbors,
     reproduction,
     scatter,
@@ -62,13 +66,14 @@ def build_report(out_dir: Path | str, settings: Settings | None = None, *, main_
     versions = dataset_versions(settings)
     evaluations, drift_evaluations = latest_evaluations(correlation_rows(settings), versions)
     signatures = [s for e in [*evaluations, *drift_evaluations] for s in e.signatures]
-    ctx = ReportContext(settings, versions, MetricPalette.of(signatures), code_version())
+    ctx = ReportContext(settings, versions, MetricPalette.of(signatures, labels_by_digest(settings)), code_version())
     sections = [
         correlations.render(ctx, evaluations),
         scatter.render(ctx, evaluations, main_dataset, sample_limit, seed),
         systems.render(ctx, evaluations),
         neighbors.render(ctx, versions),
         drift.render(ctx, drift_evaluations),
+        learned.render(ctx),
         selection.render(ctx),
         reproduction.render(ctx, evaluations),
     ]

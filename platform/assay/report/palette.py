@@ -8,9 +8,12 @@ signatures in the report does not change.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+from assay.checkpoints import lineage_text
 from assay.metrics.signature import parse_signature
 
 TABLEAU10 = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
@@ -23,6 +26,7 @@ SWEEP = ("#0d0887", "#6a00a8", "#b12a90", "#e16462", "#f89540", "#c9a800")
 REFERENCE = "#222222"
 #: parameters that never distinguish two signatures usefully in a label
 _UNINFORMATIVE = {"metric", "v", "assay", "sacrebleu"}
+_CHECKPOINT = re.compile(r"\|checkpoint:([0-9a-f]{12})")
 
 
 def short_label(signature: str, siblings: Iterable[str]) -> str:
@@ -43,11 +47,14 @@ class MetricPalette:
     """Signature -> colour and label, fixed once for the whole report."""
 
     signatures: list[str] = field(default_factory=list)
+    checkpoints: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """registered checkpoints by (12-digit) digest: a learned metric is labelled with its name and lineage"""
 
     @classmethod
-    def of(cls, signatures: Iterable[str]) -> MetricPalette:
+    def of(cls, signatures: Iterable[str], checkpoints: Mapping[str, Mapping[str, Any]] | None = None
+           ) -> MetricPalette:
         unique = sorted(set(signatures), key=lambda s: (parse_signature(s)["metric"], s))
-        return cls(unique)
+        return cls(unique, dict(checkpoints or {}))
 
     def colour(self, signature: str) -> str:
         if signature not in self.signatures:
@@ -57,6 +64,9 @@ class MetricPalette:
         return colours[index % len(colours)]
 
     def label(self, signature: str) -> str:
+        found = _CHECKPOINT.search(signature)
+        if found and found.group(1) in self.checkpoints:
+            return f"{parse_signature(signature)['metric']} · {lineage_text(self.checkpoints[found.group(1)])}"
         return short_label(signature, self.signatures)
 
     def order(self, signatures: Iterable[str]) -> list[str]:

@@ -1,0 +1,204 @@
+"""The BLEURT recipe end to end on WMT17 to-English, against BERTScore and sentBLEU; prints JSON.
+
+Sellam et al. (2020), §5.1 (Table 2): a learned metric fine-tuned on earlier WMT years' ratings is
+evaluated on WMT17 segment-level DA by Kendall tau-b and Pearson r per to-English pair. Compared,
+all scored with Assay and evaluated by the job ``assay evaluate`` runs (:func:`assay.evaluation.evaluate`):
+
+(a) the embedded MiniLM fine-tuned on WMT16 only (no pre-training, "BLEURT -pre");
+(b) the same pre-trained on the synthetic pairs first (synthesized from WMT16 + WMT18, never WMT17);
+(c) BERTScore-MiniLM-L4 F1; (d) sentBLEU.
+
+Then the quality-drift experiment (§5.2): WMT17 split into disjoint item pools, train skewed to low
+ratings and test skewed to high ones at α ∈ {0, 1.5, 3.0}; (a) and (b) fine-tuned on each train
+sample and evaluated on its test sample.
+
+Every stage's pair count, steps, time and the device are printed. Runs in a fresh ASSAY_HOME
+(``--home``, default a temporary folder); ``--data-dir`` is ``../shared/data``. Sizes default to
+the CPU recipe (40,000 pairs, 1 pre-training epoch, 4 fine-tuning epochs: about an hour on the
+project's 2-core machines); a GPU host can afford more (``--pairs``, ``--pretrain-epochs``).
+
+    python benchmarks/bleurt_recipe.py --out recipe.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--home", type=Path, help="ASSAY_HOME to use (default: a new temporary folder)")
+    p.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
+    p.add_argument("--pairs", type=int, default=40_000)
+    p.add_argument("--synthetic", help="pre-train on this stored synthetic version instead of synthesizing")
+    p.add_argument("--pretrain-epochs", type=float, default=1.0)
+    p.add_argument("--finetune-epochs", type=float, default=4.0)
+    p.add_argument("--pretrain-lr", type=float)
+    p.add_argument("--finetune-lr", type=float)
+    p.add_argument("--batch-size", type=int)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--seed", type=int, default=12345)
+    p.add_argument("--alphas", default="0,1.5,3", help="quality-drift skews ('' to skip the drift experiment)")
+    p.add_argument("--resamples", type=int, default=200, help="bootstrap resamples of the evaluation")
+    p.add_argument("--variants", default="a,b", help="which learned variants to train (a: no pre-training, b: recipe)")
+    p.add_argument("--out", type=Path, help="also write the JSON here")
+    return p.parse_args()
+
+
+def _log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def _ingest(settings: Any, data_dir: Path) -> dict[str, Any]:
+    from assay.ingest import ingest_path
+
+    out = {}
+    for name, folder in (("wmt16", "wmt16-da-seg"), ("wmt17", "wmt17-da"), ("wmt18", "wmt18-da")):
+        result = ingest_path(data_dir / folder, settings=settings)
+        out[name] = {"version": f"{result.name}@{result.number}", "digest": result.digest}
+    return out
+
+
+def _score(dataset: str, spec: dict[str, Any], settings: Any) -> dict[str, Any]:
+    from assay.metrics.registry import MetricSpec
+    from assay.scoring import score_dataset
+
+    started = time.perf_counter()
+    result = score_dataset(dataset, MetricSpec.from_dict(spec), settings=settings)
+    return {"signature": result["signature"], "seconds": round(time.perf_counter() - started, 2)}
+
+
+def _table(rows: list[dict[str, Any]], signature: str) -> dict[str, Any]:
+    """Per to-English pair Kendall tau-b and Pearson r (x100), and their plain averages."""
+    cells: dict[str, dict[str, float]] = {}
+    for row in rows:
+        if row["signature"] != signature or row["value"] is None or not row["group"].endswith("-en"):
+            continue
+        cells.setdefault(row["group"], {})[row["statistic"]] = round(100 * row["value"], 2)
+    pairs = sorted(cells)
+    average = {stat: round(sum(cells[p][stat] for p in pairs) / len(pairs), 2)
+               for stat in ("kendall", "pearson") if pairs and all(stat in cells[p] for p in pairs)}
+    return {"per_pair": cells, "average": average}
+
+
+def _stage_summary(stage: dict[str, Any]) -> dict[str, Any]:
+    keys = ("n_train", "n_validation", "steps", "best_step", "best_kendall_tau", "pairs_per_second", "seconds",
+            "stage_seconds", "device", "stopped_early", "rows", "label", "digest")
+    out = {k: stage[k] for k in keys if k in stage}
+    if "registered" in stage:
+        out["checkpoint"] = stage["registered"]["name"]
+        out["digest"] = stage["registered"]["digest"]
+    return out
+
+
+def main() -> int:
+    args = _args()
+    home = args.home or Path(tempfile.mkdtemp(prefix="assay-recipe-"))
+    os.environ["ASSAY_HOME"] = str(home)
+    os.environ.pop("ASSAY_CATALOG_URL", None)
+    from assay.config import load_settings
+    from assay.evaluation import evaluate
+    from assay.training.recipes import BleurtRecipe
+    from assay.workers.device import pick_device
+    from assay.workers.recipe import InProcessStages, run_recipe
+
+    settings = load_settings()
+    device = str(pick_device(None if args.device == "auto" else args.device))
+    report: dict[str, Any] = {"device": device, "home": str(home), "seed": args.seed}
+    _log(f"ASSAY_HOME={home} device={device}")
+    started = time.perf_counter()
+    report["data"] = _ingest(settings, args.data_dir)
+    report["ingest_seconds"] = round(time.perf_counter() - started, 2)
+
+    def stage_config(epochs: float, lr: float | None) -> dict[str, Any]:
+        config: dict[str, Any] = {"epochs": epochs, "device": args.device}
+        if lr is not None:
+            config["learning_rate"] = lr
+        if args.batch_size is not None:
+            config["batch_size"] = args.batch_size
+        return config
+
+    base = BleurtRecipe(seed=args.seed, n_pairs=args.pairs, synthetic=args.synthetic)
+    base = base.with_overrides(pretrain=stage_config(args.pretrain_epochs, args.pretrain_lr),
+                               finetune=stage_config(args.finetune_epochs, args.finetune_lr))
+    report["recipe"] = base.as_dict()
+    stages = InProcessStages(settings)
+    signatures: dict[str, str] = {}
+    checkpoints: dict[str, str] = {}
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    for variant in variants:
+        recipe = base.with_overrides(pretraining=variant == "b", name=f"recipe-{variant}")
+        _log(f"variant ({variant}): {'pre-training + ' if variant == 'b' else ''}fine-tuning")
+        result = run_recipe(recipe, stages, log=_log)
+        report[f"stages_{variant}"] = {k: _stage_summary(v) for k, v in result["stages"].items()}
+        checkpoints[variant] = result["checkpoint"]
+        folder = settings.checkpoints_dir / result["checkpoint"]
+        scored = _score("wmt17", {"name": "bleurt", "params": {"checkpoint": str(folder)}}, settings)
+        signatures[variant] = scored["signature"]
+        report[f"stages_{variant}"]["score_wmt17_seconds"] = scored["seconds"]
+    baselines = (("c", {"name": "bertscore", "params": {"layer": 4}}), ("d", {"name": "sentbleu", "params": {}}))
+    for variant, spec in baselines:
+        scored = _score("wmt17", spec, settings)
+        signatures[variant] = scored["signature"]
+    _log("evaluating on WMT17 (segment level, Kendall tau-b and Pearson r)")
+    evaluated = evaluate("wmt17", level="seg", metrics=list(signatures.values()), statistics=["kendall", "pearson"],
+                         n_resamples=args.resamples, settings=settings)
+    names = {"a": "finetuned_wmt16_only", "b": "pretrained_then_finetuned", "c": "bertscore_minilm_l4_f",
+             "d": "sentbleu"}
+    report["wmt17"] = {f"({v}) {names[v]}": {**_table(evaluated["rows"], s), "signature": s}
+                       for v, s in signatures.items()}
+    averages = {v: _table(evaluated["rows"], s)["average"] for v, s in signatures.items()}
+    report["averages_kendall"] = {v: a.get("kendall") for v, a in averages.items()}
+    report["averages_pearson"] = {v: a.get("pearson") for v, a in averages.items()}
+    if "a" in averages and "b" in averages:
+        report["goals"] = {
+            "b_avg_tau_at_least_50": averages["b"].get("kendall", 0) >= 50.0,
+            "b_minus_a_at_least_2": averages["b"].get("kendall", 0) - averages["a"].get("kendall", 0) >= 2.0,
+            "b_minus_c": round(averages["b"].get("kendall", 0) - averages["c"].get("kendall", 0), 2),
+        }
+    alphas = [float(a) for a in args.alphas.split(",") if a.strip()]
+    if alphas and "a" in checkpoints and "b" in checkpoints:
+        report["drift"] = _drift(settings, alphas, checkpoints, base, args, _log)
+    report["total_seconds"] = round(time.perf_counter() - started, 2)
+    text = json.dumps(report, indent=2, sort_keys=False)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+def _drift(settings: Any, alphas: list[float], checkpoints: dict[str, str], recipe: Any, args: argparse.Namespace,
+           log: Any) -> dict[str, Any]:
+    """§5.2: fine-tune (a) the encoder and (b) the pre-trained checkpoint on each skewed train
+    sample, evaluate on the opposite-skew test sample; the drop relative to α = 0 per variant."""
+    from assay.workers.robustness_jobs import run_drift_experiment
+
+    pretrained = f"recipe-b-pretrain-s{args.seed}"
+    log(f"quality drift at alpha {alphas}")
+    result = run_drift_experiment(
+        settings, dataset="wmt17", alphas=alphas,
+        variants={"a_no_pretraining": "encoder", "b_pretrained": pretrained},
+        config=recipe.stage_config("finetune"), baselines=["sentbleu"], seed=args.seed)
+    table: dict[str, dict[str, float]] = {}
+    for row in result["rows"]:
+        if row["statistic"] == "kendall":
+            table.setdefault(row["variant"], {})[f"{row['alpha']:g}"] = round(100 * row["value"], 2)
+    drops = {v: {a: round(vals[a] - vals.get("0", float("nan")), 2) for a in vals} for v, vals in table.items()}
+    out: dict[str, Any] = {"kendall_x100": table, "change_from_alpha_0": drops}
+    if "a_no_pretraining" in drops and "b_pretrained" in drops:
+        out["goal_b_loses_less"] = {a: drops["b_pretrained"].get(a, 0) > drops["a_no_pretraining"].get(a, 0)
+                                    for a in ("1.5", "3") if a in drops["b_pretrained"]}
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())
