@@ -90,6 +90,8 @@ def training_options(function: Any) -> Any:
 @click.option("--aspect", help="The rated aspect to fine-tune on (WebNLG: fluency, grammar or semantics).")
 @click.option("--exclude", multiple=True, metavar="NAME", help="Datasets that must not be trained on.")
 @click.option("--signal", "signals", multiple=True, help="Pre-train on these signals only (default: all stored).")
+@click.option("--processes", type=int, default=1, show_default=True,
+              help="Data-parallel processes under torchrun (one per GPU; gloo on the CPU); same global batch.")
 @training_options
 @click.option("--evaluate-on", multiple=True, metavar="NAME",
               help="Recipe: datasets the metric is evaluated on, never trained on (default wmt17).")
@@ -108,7 +110,8 @@ def training_options(function: Any) -> Any:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def train_command(stage: str | None, recipe: str | None, data: tuple[str, ...], init: str | None, name: str | None,
                   resume: bool, groups: tuple[str, ...], aspect: str | None, exclude: tuple[str, ...],
-                  signals: tuple[str, ...], as_json: bool, evaluate_on: tuple[str, ...], sources: tuple[str, ...],
+                  signals: tuple[str, ...], processes: int, as_json: bool, evaluate_on: tuple[str, ...],
+                  sources: tuple[str, ...],
                   synthetic: str | None, pairs: int | None, masked_lm: str | None, no_pretraining: bool,
                   webnlg: str | None, webnlg_aspect: str | None, pretrain_steps: int | None,
                   pretrain_epochs: float | None, finetune_steps: int | None, finetune_epochs: float | None,
@@ -124,6 +127,8 @@ def train_command(stage: str | None, recipe: str | None, data: tuple[str, ...], 
 
     if (stage is None) == (recipe is None):
         raise UsageError("give --stage pretrain|finetune or --recipe bleurt")
+    if recipe is not None and processes != 1:
+        raise UsageError("--processes applies to one --stage")
     if recipe is not None:
         recipe_options = {"evaluate_on": evaluate_on, "sources": sources, "synthetic": synthetic, "n_pairs": pairs,
                           "masked_lm": masked_lm, "webnlg": webnlg, "webnlg_aspect": webnlg_aspect,
@@ -143,12 +148,12 @@ def train_command(stage: str | None, recipe: str | None, data: tuple[str, ...], 
         if not data:
             raise UsageError("--stage finetune needs --data NAME[@VERSION] (rated datasets)")
         result = run_flow("finetune", list(data), init=init, config=config, name=name, resume=resume,
-                          exclude=list(exclude), groups=list(groups) or None, aspect=aspect)
+                          exclude=list(exclude), groups=list(groups) or None, aspect=aspect, processes=processes)
     else:
         if len(data) != 1:
             raise UsageError("--stage pretrain needs one --data NAME[@VERSION]: a synthetic dataset (`assay synth`)")
         result = run_flow("pretrain", data[0], init=init, config=config, name=name, resume=resume,
-                          exclude=list(exclude), signals=list(signals) or None)
+                          exclude=list(exclude), signals=list(signals) or None, processes=processes)
     if as_json:
         emit_json(result)
         return

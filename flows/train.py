@@ -32,11 +32,12 @@ def _log_event(event: dict[str, Any]) -> None:
 
 
 @task(name="train-stage", task_run_name="{plan[stage]} {plan[name]}")
-def stage_task(plan: dict[str, Any], resume: bool, parent_run_id: str | None = None) -> dict[str, Any]:
+def stage_task(plan: dict[str, Any], resume: bool, parent_run_id: str | None = None,
+               processes: int = 1) -> dict[str, Any]:
     from assay.workers.training_jobs import run_stage
 
     return run_stage(load_settings(), StagePlan.from_dict(plan), resume=resume, on_event=_log_event,
-                     parent_run_id=parent_run_id)
+                     parent_run_id=parent_run_id, processes=processes)
 
 
 @task(name="plan-finetune")
@@ -66,21 +67,21 @@ def plan_pretrain_task(synthetic: str, init: str | None, config: dict[str, Any],
 @flow(name="finetune")
 def finetune_flow(data: list[str], init: str | None = None, config: dict[str, Any] | None = None,
                   name: str | None = None, resume: bool = False, exclude: list[str] | None = None,
-                  groups: list[str] | None = None, aspect: str | None = None) -> dict[str, Any]:
+                  groups: list[str] | None = None, aspect: str | None = None, processes: int = 1) -> dict[str, Any]:
     """Fine-tune a checkpoint (or the embedded encoder) on human ratings; registers the result."""
     plan = plan_finetune_task(data, init, config or {}, name, resume, exclude or [], groups, aspect)
     _logger().info("fine-tuning %s on %s", plan["name"], ", ".join(d["label"] for d in plan["data"]))
-    return stage_task(plan, resume)
+    return stage_task(plan, resume, processes=processes)
 
 
 @flow(name="pretrain")
 def pretrain_flow(synthetic: str, init: str | None = None, config: dict[str, Any] | None = None,
                   name: str | None = None, resume: bool = False, exclude: list[str] | None = None,
-                  signals: list[str] | None = None) -> dict[str, Any]:
+                  signals: list[str] | None = None, processes: int = 1) -> dict[str, Any]:
     """Pre-train on a stored synthetic dataset with one head per signal; registers the result."""
     plan = plan_pretrain_task(synthetic, init, config or {}, name, resume, exclude or [], signals)
     _logger().info("pre-training %s on %s", plan["name"], plan["data"][0]["label"])
-    return stage_task(plan, resume)
+    return stage_task(plan, resume, processes=processes)
 
 
 class _FlowStages:

@@ -141,3 +141,18 @@ def test_recipe_synthesizes_pretrains_and_finetunes_without_touching_the_evaluat
     assert pre["lineage"]["datasets"][0]["label"] == "synth-wmt16-wmt18@1"
     assert {"bleu", "chrf", "bertscore_f", "backtrans_flag"} <= {h["name"] for h in pre["heads"]}
     assert "wmt17" in pre["lineage"]["excluded"]
+
+
+def test_data_parallel_finetuning_under_torchrun_registers_like_one_process(
+        prefect_engine: None, shared_data: Path, tiny_minilm_vocab_encoder: Path) -> None:
+    """``--processes 2``: two processes under torchrun, gloo over loopback on the CPU (the
+    numerical match with one process is checked in tests/training/test_distributed.py)."""
+    runner = CliRunner()
+    _ok(runner, ["ingest", str(shared_data / "wmt16-da-seg")])
+    out = json.loads(_ok(runner, ["train", "--stage", "finetune", "--data", "wmt16", "--init",
+                                  str(tiny_minilm_vocab_encoder), "--steps", "2", "--batch-size", "8",
+                                  "--processes", "2", "--name", "ddp", "--json"]))
+    assert out["world_size"] == 2 and out["steps"] == 2
+    assert out["registered"]["name"] == "ddp" and out["registered"]["created"]
+    info = json.loads(_ok(runner, ["checkpoints", "show", "ddp", "--json"]))
+    assert info["lineage"]["world_size"] == 2 and info["run_id"] == out["run_id"]

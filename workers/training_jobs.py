@@ -10,22 +10,29 @@ the catalog with the run's id. A failure marks the run failed and registers noth
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
+from assay.atomic import write_parquet, write_text
 from assay.checkpoints import resolve_folder
 from assay.config import Settings
-from assay.errors import NotFoundError, UsageError
+from assay.errors import AssayError, NotFoundError, UsageError
 from assay.provenance import code_version
 from assay.runs import RunRecorder
 from assay.training.plan import StagePlan, finetune_table
 from assay.workers.checkpoint import CONFIG_FILE, checkpoint_digest
 from assay.workers.checkpoint_registry import register_folder
 from assay.workers.training.config import TrainConfig
-from assay.workers.training.engine import train
+from assay.workers.training.engine import TrainResult, train
 from assay.workers.training.objectives import Objective
 
 EventHandler = Callable[[dict[str, Any]], None]
@@ -73,9 +80,50 @@ def stage_table(settings: Settings, plan: StagePlan) -> pa.Table:
     raise UsageError(f"unknown training stage {plan.stage!r} (expected pretrain or finetune)")
 
 
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def train_data_parallel(table: pa.Table, plan: StagePlan, *, processes: int, resume: bool,
+                        lineage: dict[str, Any], on_event: EventHandler | None) -> dict[str, Any]:
+    """Train with ``processes`` data-parallel processes under ``torchrun`` (one per GPU; gloo over
+    loopback on the CPU) through :mod:`assay.workers.training.launch`; returns the result JSON."""
+    work = Path(plan.work_dir)
+    work.mkdir(parents=True, exist_ok=True)
+    table_path, spec_path = work / "launch-table.parquet", work / "launch.json"
+    result_path, log_path = work / "launch-result.json", work / "launch.log"
+    write_parquet(table, table_path)
+    spec = {"table": str(table_path), "init": plan.init, "out": plan.out, "work_dir": str(work / "state"),
+            "objectives": plan.objectives, "primary": plan.primary, "config": plan.config, "resume": resume,
+            "lineage": lineage, "result": str(result_path)}
+    write_text(json.dumps(spec, indent=2) + "\n", spec_path)
+    command = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={processes}", "--nnodes=1",
+               "--master_addr=127.0.0.1", f"--master_port={_free_port()}",
+               "-m", "assay.workers.training.launch", str(spec_path)]
+    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    with log_path.open("w", encoding="utf-8") as log, \
+            subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True, env=env) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:  # process 0 prints one JSON line per event
+            if on_event is not None and line.startswith("{"):
+                with contextlib.suppress(ValueError):
+                    on_event(json.loads(line))
+    stderr = log_path.read_text(encoding="utf-8", errors="replace")
+    if proc.returncode != 0 or not result_path.is_file():
+        errors = [ln for ln in stderr.splitlines() if ln.startswith("error: ")]
+        raise AssayError(errors[0][7:] if errors else
+                         f"data-parallel training failed (torchrun exit {proc.returncode}): {stderr[-2000:]}")
+    return dict(json.loads(result_path.read_text(encoding="utf-8")))
+
+
 def run_stage(settings: Settings, plan: StagePlan, *, resume: bool = False, on_event: EventHandler | None = None,
-              parent_run_id: str | None = None) -> dict[str, Any]:
-    """Train one planned stage, register its checkpoint and record the run; returns the summary."""
+              parent_run_id: str | None = None, processes: int = 1) -> dict[str, Any]:
+    """Train one planned stage, register its checkpoint and record the run; returns the summary.
+    ``processes`` > 1 trains data-parallel under ``torchrun`` with the same global batch."""
+    if processes < 1:
+        raise UsageError(f"--processes is {processes}; expected >= 1")
     config = TrainConfig(**plan.config)
     objectives = objectives_of(plan)
     recorder = RunRecorder(
@@ -89,14 +137,19 @@ def run_stage(settings: Settings, plan: StagePlan, *, resume: bool = False, on_e
     try:
         table = stage_table(settings, plan)
         lineage = {**plan.lineage(), "run_id": recorder.run_id, "code_version": code_version()}
-        result = train(table, init=plan.init, out=plan.out, objectives=objectives, primary=plan.primary,
-                       config=config, work_dir=plan.work_dir, resume=resume, lineage=lineage, on_event=on_event)
-        registered = register_folder(settings, result.checkpoint, name=plan.name, run_id=recorder.run_id)
+        if processes > 1:
+            outcome = train_data_parallel(table, plan, processes=processes, resume=resume, lineage=lineage,
+                                          on_event=on_event)
+        else:
+            result: TrainResult = train(table, init=plan.init, out=plan.out, objectives=objectives,
+                                        primary=plan.primary, config=config, work_dir=plan.work_dir, resume=resume,
+                                        lineage=lineage, on_event=on_event)
+            outcome = result.to_json()
+        registered = register_folder(settings, outcome["checkpoint"], name=plan.name, run_id=recorder.run_id)
     except BaseException as exc:
         recorder.fail(f"{type(exc).__name__}: {exc}")
         raise
-    summary = {**result.to_json(), "run_id": recorder.run_id, "stage": plan.stage,
-               "registered": registered.as_dict()}
+    summary = {**outcome, "run_id": recorder.run_id, "stage": plan.stage, "registered": registered.as_dict()}
     summary.pop("lineage", None)
     recorder.complete(summary)
     return summary
