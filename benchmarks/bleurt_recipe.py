@@ -180,17 +180,22 @@ def _drift(settings: Any, alphas: list[float], checkpoints: dict[str, str], reci
            log: Any) -> dict[str, Any]:
     """§5.2: fine-tune (a) the encoder and (b) the pre-trained checkpoint on each skewed train
     sample, evaluate on the opposite-skew test sample; the drop relative to α = 0 per variant."""
-    from assay.workers.robustness_jobs import run_drift_experiment
+    from assay.metrics.registry import MetricSpec
+    from assay.training.robustness import Variant, read_results
+    from assay.workers.robustness_jobs import prepare_drift, run_experiment
 
     pretrained = f"recipe-b-pretrain-s{args.seed}"
     log(f"quality drift at alpha {alphas}")
-    result = run_drift_experiment(
-        settings, dataset="wmt17", alphas=alphas,
-        variants={"a_no_pretraining": "encoder", "b_pretrained": pretrained},
-        config=recipe.stage_config("finetune"), baselines=["sentbleu"], seed=args.seed)
+    experiment = prepare_drift("wmt17", alphas=alphas, variants=[Variant("a_no_pretraining", "encoder"),
+                                                                Variant("b_pretrained", pretrained)],
+                               baselines=[MetricSpec("sentbleu")], config=recipe.stage_config("finetune"),
+                               seed=args.seed, statistics=["kendall"], n_resamples=args.resamples,
+                               settings=settings)
+    run_experiment(experiment, settings)
+    rows = [r for r in read_results(settings, "drift") if r["experiment_id"] == experiment.id]
     table: dict[str, dict[str, float]] = {}
-    for row in result["rows"]:
-        if row["statistic"] == "kendall":
+    for row in rows:
+        if row["statistic"] == "kendall" and row["kind"] != "baseline":
             table.setdefault(row["variant"], {})[f"{row['alpha']:g}"] = round(100 * row["value"], 2)
     drops = {v: {a: round(vals[a] - vals.get("0", float("nan")), 2) for a in vals} for v, vals in table.items()}
     out: dict[str, Any] = {"kendall_x100": table, "change_from_alpha_0": drops}

@@ -44,6 +44,7 @@ def _register_commands() -> None:
         eval_commands,
         job_commands,
         report_commands,
+        robustness_commands,
         score_commands,
         server_commands,
         synth_commands,
@@ -52,7 +53,7 @@ def _register_commands() -> None:
 
     modules = (catalog_commands, checkpoint_commands, dataset_commands, job_commands, score_commands,
                eval_commands, drift_commands, report_commands, server_commands, synth_commands,
-               train_commands)
+               train_commands, robustness_commands)
     for module in modules:
         module.register(cli)
 

@@ -24,6 +24,8 @@ FLOWS = {
     "assay-run": ("main_job", "main_job_flow"),
     "finetune": ("train", "finetune_flow"),
     "pretrain": ("train", "pretrain_flow"),
+    "robustness-drift": ("robustness", "robustness_drift_flow"),
+    "robustness-webnlg": ("robustness", "robustness_webnlg_flow"),
     "train": ("train", "train_flow"),
     "synthesize": ("synthesize", "synthesize_flow"),
 }

@@ -36,9 +36,9 @@ system-level judgments, outputs or rankings: they describe the full test set, no
 :func:`run_quality_drift` samples, scores every test sample with each metric (segment scores are
 cached by content, so a sample of an already-scored version computes nothing new) and evaluates
 them at segment level. The paper *trains* BLEURT on each train split and tests it on the matching
-test split; training a learned metric is not part of this module yet, so the train splits are
-stored (ready for that step) and the metrics evaluated are existing ones, which do not use them.
-The drop in agreement as the test skew grows is then the "test skew" axis of the paper's
+test split: that is :mod:`assay.training.robustness` (``assay robustness drift``), which draws the
+samples with this module. Here the metrics evaluated are existing ones, which do not use the train
+splits; the drop in agreement as the test skew grows is then the "test skew" axis of the paper's
 Figure 2 for those metrics.
 """
 
@@ -326,9 +326,9 @@ def run_quality_drift(
     and evaluates it at segment level. Returns one row per (α, metric, group) with ``alpha,
     metric, signature, statistic, group, value, ci_low, ci_high, n, n_train, n_test,
     test_dataset, train_dataset, seed, evaluate_run_id, drift_run_id``; group ``all`` (the mean
-    over groups) is the headline number. The train samples are stored but not used: a learned
-    metric trained on them (the paper's BLEURT) is a later step; the metrics evaluated here are
-    fixed ones. The seed drives both the sampling and the bootstrap CIs, and is recorded in the
+    over groups) is the headline number. The train samples are stored but not used: the metrics
+    evaluated here are fixed ones (a learned metric trained on them, the paper's BLEURT, is
+    :mod:`assay.training.robustness`). The seed drives both the sampling and the bootstrap CIs, and is recorded in the
     derivations and in the ``quality-drift`` run.
     """
     settings = settings or load_settings()
