@@ -30,6 +30,9 @@ from assay.datasets.schema import TABLES
 from assay.errors import CatalogError, NotFoundError
 
 MANIFEST = "manifest.json"
+#: tables a version may hold besides the canonical ones, whose schema is their producer's:
+#: ``pairs``, the synthetic pre-training pairs of a ``synthetic`` version (``assay.synthetic``)
+OTHER_TABLES = ("pairs",)
 
 
 def relative_version_path(name: str, digest: str) -> str:
@@ -89,8 +92,8 @@ def check_manifest(folder: Path, digest: str) -> None:
 
 
 def table_path(settings: Settings, store_path: str, table: str) -> Path:
-    if table not in TABLES:
-        raise NotFoundError(f"a dataset version has no table {table!r} (tables: {', '.join(TABLES)})")
+    if table not in TABLES and table not in OTHER_TABLES:
+        raise NotFoundError(f"a dataset version has no table {table!r} (tables: {', '.join([*TABLES, *OTHER_TABLES])})")
     return settings.home / store_path / f"{table}.parquet"
 
 
