@@ -28,6 +28,12 @@ A checkpoint is a folder::
       "tokenizer_files": ["tokenizer.json", "tokenizer_config.json"],
       "weights": {"file": "model.safetensors", "dtype": "float32",
                   "encoder_prefix": "encoder.", "head_prefix": "head."},
+      "signal_heads": [                        # optional: only after multi-task (pre-)training
+        {"name": "bleu", "kind": "regression", "out_dim": 1, "weight": 1.0,
+         "normalisation": {"type": "affine", "mean": 0.31, "std": 0.22}},
+        {"name": "entail", "kind": "classification", "out_dim": 3, "weight": 0.5,
+         "normalisation": {"type": "none"}}
+      ],
       "created_at": "2025-01-01T00:00:00+00:00",
       "lineage": {"operation": "create_from_encoder", "parent_digest": null, "seed": 0},
       "software": {"assay": "0.1.0", "torch": "2.13.0", "transformers": "5.23.0"}
@@ -42,11 +48,26 @@ A checkpoint is a folder::
 * ``lineage`` says how the checkpoint was made: ``operation`` (``create_from_encoder``, or e.g.
   ``finetune`` in a training run), ``parent_digest`` (the :func:`checkpoint_digest` of the
   checkpoint it was derived from, or null) and any further JSON fields the producer adds.
+* ``signal_heads`` (optional; absent in checkpoints without them, which load as before) lists the
+  extra linear heads of multi-task pre-training on synthetic signals (§4.3: "a task-specific linear
+  layer on top of the [CLS] embedding" per signal; Table 1). Each reads the same vector as ``head``
+  (``head.input``); its tensors are ``signal_heads.<name>.weight`` / ``.bias`` in
+  ``model.safetensors``. ``kind`` is ``regression`` (``out_dim`` 1, ℓ2 loss, targets standardised:
+  ``normalisation`` maps the output back, appendix A.2) or ``classification`` (``out_dim`` ≥ 2
+  logits, cross-entropy, e.g. entailment's Entail/Contradict/Neutral; ``normalisation`` is
+  ``none``). ``weight`` is the task's γ in the pre-training loss Σ γ_k ℓ_k (eq. 1). Names are
+  1-64 letters, digits, ``_`` or ``-``, starting with a letter, and unique. The rating ``head`` is
+  what :class:`~assay.workers.bleurt.BleurtScorer` scores with; signal heads are never scored.
 * ``base_encoder.source`` is a local folder or a Hugging Face hub id; it is provenance only: the
   encoder is rebuilt from ``encoder_config`` and ``model.safetensors``, never from the hub.
 
 Weights are read with :mod:`safetensors` only; a folder holding only ``pytorch_model.bin`` or
 ``*.pt``/``*.pth``/``*.ckpt`` (pickle formats, which can run arbitrary code when loaded) is refused.
+Loading is strict: a truncated or damaged weights file, tensors that do not match the JSON's
+architecture, a missing tokenizer file, or a tokenizer whose ids do not fit the encoder's
+embedding table (more tokens than ``encoder_config.vocab_size``, or a special token id outside it)
+are each refused with one :class:`CheckpointError` naming the file. :func:`verify_checkpoint`
+additionally scores a few fixed pairs and refuses non-finite outputs (the registry's check).
 """
 
 from __future__ import annotations
@@ -54,14 +75,15 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_model, save_model
 from torch import nn
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
@@ -79,7 +101,12 @@ CONFIG_FILE = "assay_checkpoint.json"
 WEIGHTS_FILE = "model.safetensors"
 ENCODER_PREFIX = "encoder."
 HEAD_PREFIX = "head."
+SIGNAL_PREFIX = "signal_heads."
 HEAD_INPUTS = ("cls", "pooler")
+SIGNAL_KINDS = ("regression", "classification")
+_SIGNAL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
+#: names a ModuleDict cannot hold (its own attributes: "keys", "update", "training", ...)
+_RESERVED_NAMES = frozenset(dir(nn.ModuleDict()))
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 
 DEFAULT_MAX_LENGTH = 512
@@ -95,22 +122,48 @@ class CheckpointError(InputError):
 # ---------------------------------------------------------------------------------------------
 
 
-class LearnedMetricModel(nn.Module):
-    """Encoder + linear regression head on the [CLS] vector (Sellam et al., 2020, §3).
+@dataclass(frozen=True)
+class SignalHeadSpec:
+    """One entry of ``signal_heads`` in ``assay_checkpoint.json`` (see the module docstring): a
+    pre-training signal's head (Sellam et al., 2020, §4.3 and Table 1)."""
 
-    ``forward`` returns the head's raw output, shape ``(batch, out_dim)``, in the (standardised)
-    space the head was trained in; :meth:`CheckpointConfig.denormalise` maps it to ratings.
-    Parameter names are ``encoder.*`` and ``head.*``: exactly the tensor names in
-    ``model.safetensors``.
+    name: str
+    kind: str
+    """``regression`` or ``classification``"""
+    out_dim: int
+    weight: float = 1.0
+    """γ_k, the task's weight in the pre-training loss (eq. 1)"""
+    normalisation: Mapping[str, Any] = field(default_factory=lambda: {"type": "none"})
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "out_dim": int(self.out_dim), "weight": float(self.weight),
+                "normalisation": dict(self.normalisation)}
+
+
+class LearnedMetricModel(nn.Module):
+    """Encoder + linear regression head on the [CLS] vector (Sellam et al., 2020, §3), and
+    optionally one linear head per pre-training signal on the same vector (§4.3).
+
+    ``forward`` returns the rating head's raw output, shape ``(batch, out_dim)``, in the
+    (standardised) space the head was trained in; :meth:`CheckpointConfig.denormalise` maps it to
+    ratings. Parameter names are ``encoder.*``, ``head.*`` and ``signal_heads.<name>.*``: exactly
+    the tensor names in ``model.safetensors``.
     """
 
-    def __init__(self, encoder: PreTrainedModel, head: nn.Linear, head_input: str = "cls") -> None:
+    def __init__(
+        self,
+        encoder: PreTrainedModel,
+        head: nn.Linear,
+        head_input: str = "cls",
+        signal_heads: Mapping[str, nn.Linear] | None = None,
+    ) -> None:
         super().__init__()
         if head_input not in HEAD_INPUTS:
             raise ValueError(f"head input must be one of {HEAD_INPUTS}, not {head_input!r}")
         self.encoder = encoder
         self.head = head
         self.head_input = head_input
+        self.signal_heads = nn.ModuleDict(dict(signal_heads or {}))
 
     def features(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
@@ -150,9 +203,11 @@ class CheckpointConfig:
     software: dict[str, Any] = field(default_factory=dict)
     weights: dict[str, Any] = field(default_factory=dict)
     format_version: int = FORMAT_VERSION
+    signal_heads: list[dict[str, Any]] = field(default_factory=list)
+    """the ``signal_heads`` entries (empty: the key is absent)"""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "format": FORMAT_NAME,
             "format_version": self.format_version,
             "base_encoder": self.base_encoder,
@@ -166,6 +221,14 @@ class CheckpointConfig:
             "lineage": self.lineage,
             "software": self.software,
         }
+        if self.signal_heads:
+            data["signal_heads"] = self.signal_heads
+        return data
+
+    def signal_specs(self) -> list[SignalHeadSpec]:
+        """The signal heads as :class:`SignalHeadSpec` (in the JSON's order)."""
+        return [SignalHeadSpec(h["name"], h["kind"], int(h["out_dim"]), float(h["weight"]), dict(h["normalisation"]))
+                for h in self.signal_heads]
 
     def denormalise(self, raw: torch.Tensor) -> torch.Tensor:
         """Map head outputs back to the rating scale (undo the standardisation of appendix A.2)."""
@@ -231,17 +294,7 @@ def validate_config(data: Any, path: Path) -> CheckpointConfig:
         raise _fail(path, f"key 'head.input' is {head_input!r}", expected=" or ".join(map(repr, HEAD_INPUTS)))
 
     norm = _require(data, "normalisation", dict, path)
-    norm_type = _require(norm, "type", str, path, "normalisation.")
-    if norm_type == "affine":
-        mean = _require(norm, "mean", (int, float), path, "normalisation.")
-        std = _require(norm, "std", (int, float), path, "normalisation.")
-        if not math.isfinite(mean) or not math.isfinite(std) or std <= 0:
-            raise _fail(
-                path, f"keys 'normalisation.mean'/'normalisation.std' are {mean}/{std}",
-                expected="a finite mean and a finite std > 0",
-            )
-    elif norm_type != "none":
-        raise _fail(path, f"key 'normalisation.type' is {norm_type!r}", expected="'affine' or 'none'")
+    _validate_normalisation(norm, path, "normalisation.")
 
     enc = _require(data, "encoder_config", dict, path)
     _require(enc, "model_type", str, path, "encoder_config.")
@@ -267,6 +320,7 @@ def validate_config(data: Any, path: Path) -> CheckpointConfig:
     if parent is not None and not isinstance(parent, str):
         raise _fail(path, "key 'lineage.parent_digest' has the wrong type", expected="a hex digest or null")
     software = data.get("software", {})
+    signal_heads = _validate_signal_heads(data.get("signal_heads", []), path)
     return CheckpointConfig(
         base_encoder=dict(base),
         max_length=max_length,
@@ -279,7 +333,65 @@ def validate_config(data: Any, path: Path) -> CheckpointConfig:
         software=dict(software) if isinstance(software, dict) else {},
         weights=dict(weights),
         format_version=version,
+        signal_heads=signal_heads,
     )
+
+
+def _validate_normalisation(norm: Mapping[str, Any], path: Path, where: str) -> None:
+    norm_type = _require(norm, "type", str, path, where)
+    if norm_type == "affine":
+        mean = _require(norm, "mean", (int, float), path, where)
+        std = _require(norm, "std", (int, float), path, where)
+        if not math.isfinite(mean) or not math.isfinite(std) or std <= 0:
+            raise _fail(
+                path, f"keys '{where}mean'/'{where}std' are {mean}/{std}",
+                expected="a finite mean and a finite std > 0",
+            )
+    elif norm_type != "none":
+        raise _fail(path, f"key '{where}type' is {norm_type!r}", expected="'affine' or 'none'")
+
+
+def valid_signal_name(name: str) -> bool:
+    """Whether ``name`` can name a signal head (and its ``signal_heads.<name>.*`` tensors)."""
+    return bool(_SIGNAL_NAME.fullmatch(name)) and name not in _RESERVED_NAMES
+
+
+def _validate_signal_heads(entries: Any, path: Path) -> list[dict[str, Any]]:
+    """The optional ``signal_heads`` list (see the module docstring)."""
+    if not isinstance(entries, list):
+        raise _fail(path, f"key 'signal_heads' has the wrong type ({type(entries).__name__})",
+                    expected="a list of head descriptions")
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for i, entry in enumerate(entries):
+        where = f"signal_heads[{i}]."
+        if not isinstance(entry, dict):
+            raise _fail(path, f"key 'signal_heads[{i}]' has the wrong type ({type(entry).__name__})",
+                        expected="an object with name, kind, out_dim, weight, normalisation")
+        name = _require(entry, "name", str, path, where)
+        if not valid_signal_name(name) or name in seen:
+            raise _fail(path, f"key '{where}name' is {name!r}" + (" (a duplicate)" if name in seen else ""),
+                        expected="a unique name of 1-64 letters, digits, '_' or '-', starting with a letter "
+                        "(and not a torch ModuleDict attribute such as 'keys' or 'update')")
+        seen.add(name)
+        kind = _require(entry, "kind", str, path, where)
+        if kind not in SIGNAL_KINDS:
+            raise _fail(path, f"key '{where}kind' is {kind!r}", expected=" or ".join(map(repr, SIGNAL_KINDS)))
+        out_dim = _require(entry, "out_dim", int, path, where)
+        if (kind == "regression" and out_dim != 1) or (kind == "classification" and out_dim < 2):
+            raise _fail(path, f"key '{where}out_dim' is {out_dim} for a {kind} head",
+                        expected="1 for regression, >= 2 classes for classification")
+        weight = _require(entry, "weight", (int, float), path, where)
+        if not math.isfinite(weight) or weight < 0:
+            raise _fail(path, f"key '{where}weight' is {weight}", expected="a finite weight >= 0")
+        norm = _require(entry, "normalisation", dict, path, where)
+        _validate_normalisation(norm, path, f"{where}normalisation.")
+        if kind == "classification" and norm["type"] != "none":
+            raise _fail(path, f"key '{where}normalisation.type' is {norm['type']!r} for a classification head",
+                        expected="'none' (logits are not standardised)")
+        out.append({"name": name, "kind": kind, "out_dim": out_dim, "weight": float(weight),
+                    "normalisation": dict(norm)})
+    return out
 
 
 def read_config(folder: str | Path) -> CheckpointConfig:
@@ -346,6 +458,8 @@ def save_checkpoint(
     lineage: Mapping[str, Any] | None = None,
     head_input: str = "cls",
     overwrite: bool = False,
+    signal_heads: Mapping[str, nn.Linear] | None = None,
+    signal_specs: Sequence[SignalHeadSpec] = (),
 ) -> Path:
     """Write a checkpoint folder (format version 1) and return its path.
 
@@ -354,6 +468,8 @@ def save_checkpoint(
     when the head was trained on standardised ratings (appendix A.2) or None, ``lineage`` e.g.
     ``{"operation": "finetune", "parent_digest": <checkpoint_digest of the parent>, ...}``.
     ``base_encoder`` needs ``name`` and ``source`` (a folder or hub id; provenance only).
+    ``signal_heads`` (name -> linear layer) and ``signal_specs`` (one per head, same names) add the
+    pre-training signal heads of §4.3.
 
     The folder is written beside its final place and renamed into it, so a reader never sees a
     half-written checkpoint. An existing non-empty folder is refused unless ``overwrite``.
@@ -363,6 +479,15 @@ def save_checkpoint(
         raise _fail(folder, "already exists and is not empty", expected="a new folder, or overwrite=True")
     if not isinstance(head, nn.Linear):
         raise TypeError(f"head must be a torch.nn.Linear, not {type(head).__name__}")
+    signal_layers = dict(signal_heads or {})
+    if sorted(signal_layers) != sorted(spec.name for spec in signal_specs) or len(signal_specs) != len(signal_layers):
+        raise ValueError(f"signal_heads {sorted(signal_layers)} and signal_specs "
+                         f"{[spec.name for spec in signal_specs]} must name the same heads once each")
+    for spec in signal_specs:
+        layer = signal_layers[spec.name]
+        if not isinstance(layer, nn.Linear) or (layer.in_features, layer.out_features) != (head.in_features,
+                                                                                          spec.out_dim):
+            raise ValueError(f"signal head {spec.name!r} must be a Linear({head.in_features}, {spec.out_dim})")
     norm = dict(normalisation) if normalisation else {"type": "none"}
     base = {"model_type": encoder.config.model_type, **dict(base_encoder)}
     lin = {"operation": "unknown", "parent_digest": None, **dict(lineage or {})}
@@ -377,9 +502,12 @@ def save_checkpoint(
         lineage=lin,
         software=software_versions(),
         weights={"file": WEIGHTS_FILE, "dtype": "float32", "encoder_prefix": ENCODER_PREFIX,
-                 "head_prefix": HEAD_PREFIX},
+                 "head_prefix": HEAD_PREFIX, **({"signal_head_prefix": SIGNAL_PREFIX} if signal_specs else {})},
+        signal_heads=[spec.to_json() for spec in signal_specs],
     )
-    model = LearnedMetricModel(encoder, head, head_input)
+    ordered = {spec.name: signal_layers[spec.name] for spec in signal_specs}
+    model = LearnedMetricModel(encoder, head, head_input, ordered)
+    check_tokenizer_fits(folder, config, tokenizer)  # before anything is written
 
     with atomic_path(folder) as tmp:  # a reader never sees a half-written checkpoint
         tmp.mkdir(mode=0o755)  # a checkpoint is shared read-only data
@@ -391,6 +519,7 @@ def save_checkpoint(
         config = validate_config(config.to_json(), tmp / CONFIG_FILE)
         state = {k: v.detach().to("cpu", torch.float32) for k, v in model.state_dict().items()}
         save_model(_StateHolder(state), str(tmp / WEIGHTS_FILE), metadata={"format": "pt", "assay_format_version": "1"})
+        (tmp / WEIGHTS_FILE).chmod(0o644)  # safetensors creates it private; a checkpoint is shared read-only
         (tmp / CONFIG_FILE).write_text(json.dumps(config.to_json(), indent=2, sort_keys=False) + "\n",
                                        encoding="utf-8")
     return folder
@@ -439,7 +568,7 @@ def create_from_encoder(
     folder = local.resolve() if local.is_dir() else None
     source = str(folder) if folder is not None else str(base)
     if name is None:
-        name = DEFAULT_MODEL_NAME if folder is not None and folder == default_model_path() else str(base)
+        name = DEFAULT_MODEL_NAME if folder is not None and _is_embedded_default(folder) else str(base)
     try:
         encoder = AutoModel.from_pretrained(source)
         tokenizer = AutoTokenizer.from_pretrained(source)
@@ -477,6 +606,14 @@ def create_from_encoder(
     )
 
 
+def _is_embedded_default(folder: Path) -> bool:
+    """Whether ``folder`` is the embedded MiniLM (False where its package is not installed)."""
+    try:
+        return folder == default_model_path()
+    except NotFoundError:
+        return False
+
+
 # ---------------------------------------------------------------------------------------------
 # Loading
 # ---------------------------------------------------------------------------------------------
@@ -497,8 +634,10 @@ def build_model(config: CheckpointConfig) -> LearnedMetricModel:
     model_type = enc.pop("model_type")
     hf_config = AutoConfig.for_model(model_type, **enc)
     encoder = AutoModel.from_config(hf_config).float()
-    head = nn.Linear(int(config.head["in_dim"]), int(config.head["out_dim"]))
-    return LearnedMetricModel(encoder, head, config.head.get("input", "cls"))
+    in_dim = int(config.head["in_dim"])
+    head = nn.Linear(in_dim, int(config.head["out_dim"]))
+    signal_heads = {h["name"]: nn.Linear(in_dim, int(h["out_dim"])) for h in config.signal_heads}
+    return LearnedMetricModel(encoder, head, config.head.get("input", "cls"), signal_heads)
 
 
 def load_checkpoint(folder: str | Path, device: DeviceLike = None) -> LoadedCheckpoint:
@@ -519,17 +658,135 @@ def load_checkpoint(folder: str | Path, device: DeviceLike = None) -> LoadedChec
         if not (folder / name).is_file():
             raise _fail(folder / name, f"missing (listed in 'tokenizer_files' of {CONFIG_FILE})")
     model = build_model(config)
+    _check_weights_match(weights, model)
     try:
         missing, unexpected = load_model(model, str(weights), strict=True, device="cpu")
     except (RuntimeError, SafetensorError, OSError) as exc:
         raise _fail(weights, f"does not match {CONFIG_FILE}: {exc}") from exc
     if missing or unexpected:  # strict=True raises first; kept for safety with other versions
         raise _fail(weights, f"tensors missing {missing} / unexpected {unexpected}")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    except (OSError, ValueError) as exc:
+        raise _fail(folder, f"the tokenizer cannot be loaded: {exc}",
+                    expected=f"the tokenizer files listed in {CONFIG_FILE} ('tokenizer_files')") from exc
+    check_tokenizer_fits(folder, config, tokenizer)
     target = pick_device(device)
     model.to(target)
     model.eval()
-    tokenizer = AutoTokenizer.from_pretrained(str(folder))
     return LoadedCheckpoint(folder=folder, config=config, model=model, tokenizer=tokenizer, device=target)
+
+
+def _check_weights_match(weights: Path, model: nn.Module) -> None:
+    """Refuse a weights file that is not complete safetensors, or whose tensor names/shapes are not
+    the ones the JSON describes, with a message that says which."""
+    try:
+        with safe_open(str(weights), framework="pt") as f:
+            found = {name: tuple(f.get_slice(name).get_shape()) for name in f.keys()}  # noqa: SIM118
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise _fail(weights, f"cannot be read as safetensors ({exc}): the file is truncated or damaged",
+                    expected="the complete weights file written by save_checkpoint") from exc
+    wanted = {name: tuple(t.shape) for name, t in model.state_dict().items()}
+    missing = sorted(set(wanted) - set(found))
+    unexpected = sorted(set(found) - set(wanted))
+    reshaped = sorted(n for n in set(wanted) & set(found) if wanted[n] != found[n])
+    if missing or unexpected or reshaped:
+        parts = []
+        if missing:
+            parts.append(f"{len(missing)} tensor(s) the JSON's architecture needs are missing ({_few(missing)})")
+        if unexpected:
+            parts.append(f"{len(unexpected)} tensor(s) are not in the JSON's architecture ({_few(unexpected)})")
+        if reshaped:
+            parts.append(f"{len(reshaped)} tensor(s) have other shapes ("
+                         + _few([f"{n}: {list(found[n])} != {list(wanted[n])}" for n in reshaped]) + ")")
+        raise _fail(weights, f"does not match {CONFIG_FILE}: " + "; ".join(parts),
+                    expected=f"the tensors of encoder_config, head and signal_heads in {CONFIG_FILE}")
+
+
+def _few(items: Sequence[str], n: int = 3) -> str:
+    shown = ", ".join(items[:n])
+    return shown + (f", ... {len(items) - n} more" if len(items) > n else "")
+
+
+def check_tokenizer_fits(folder: Path, config: CheckpointConfig, tokenizer: PreTrainedTokenizerBase) -> None:
+    """Refuse a tokenizer whose ids do not all index the encoder's embedding table.
+
+    A tokenizer with more tokens than ``encoder_config.vocab_size`` rows, or whose [CLS]/[SEP]/
+    [PAD]/[UNK]/[MASK] id lies outside the table, belongs to another encoder: scoring with it would
+    fail inside the embedding lookup, or silently read the wrong rows.
+    """
+    vocab = config.encoder_config.get("vocab_size")
+    if not isinstance(vocab, int) or isinstance(vocab, bool):
+        return
+    size = len(tokenizer)
+    if size > vocab:
+        raise _fail(folder, f"the tokenizer has {size} tokens but the encoder's embedding table has {vocab} rows "
+                    f"(encoder_config.vocab_size in {CONFIG_FILE})",
+                    expected="the tokenizer the encoder was trained with (at most vocab_size tokens)")
+    for name in ("cls", "sep", "pad", "unk", "mask"):
+        token_id = getattr(tokenizer, f"{name}_token_id", None)
+        if token_id is not None and not 0 <= int(token_id) < vocab:
+            raise _fail(folder, f"the tokenizer's {name} token id is {token_id}, outside the encoder's "
+                        f"{vocab}-row embedding table (encoder_config.vocab_size in {CONFIG_FILE})",
+                        expected="the tokenizer the encoder was trained with")
+
+
+# ---------------------------------------------------------------------------------------------
+# Verification (what the registry checks before registering)
+# ---------------------------------------------------------------------------------------------
+
+#: Fixed (reference, candidate) pairs scored by :func:`verify_checkpoint`: WMT-like news sentences
+#: and degenerate inputs (an empty candidate, a copy of the reference, digits and punctuation).
+VERIFY_PAIRS: tuple[tuple[str, str], ...] = (
+    ("The cat sat on the mat.", "A cat was sitting on the mat."),
+    ("On Wednesday morning another 40 refugees were stopped there.",
+     "On Wednesday morning there still 40 refugees would have be."),
+    ("He added that he wants the Corporation to find a hit next time.",
+     "He added that he wants the Corporation to find a hit next time."),
+    ("Prices rose by 3.5% in 2016, the bank said.", ""),
+)
+
+
+def verify_checkpoint(folder: str | Path) -> dict[str, Any]:
+    """Load ``folder`` strictly (:func:`load_checkpoint`, on the CPU), score :data:`VERIFY_PAIRS`
+    with the rating head and every signal head, and refuse non-finite outputs; returns the facts.
+
+    The pairs are encoded with the tokenizer's own pair encoding ``[CLS] ref [SEP] cand [SEP]``
+    (they are short: no truncation, so the ids are those of BLEURT scoring). A checkpoint whose
+    weights hold NaN or infinite values, or that diverged in training, scores NaN/inf here and is
+    refused with one :class:`CheckpointError` naming its weights file.
+    """
+    folder = Path(folder)
+    loaded = load_checkpoint(folder, "cpu")
+    config, model, tokenizer = loaded.config, loaded.model, loaded.tokenizer
+    refs = [r for r, _ in VERIFY_PAIRS]
+    cands = [c for _, c in VERIFY_PAIRS]
+    enc = tokenizer(refs, cands, padding=True, truncation="longest_first", max_length=config.max_length,
+                    return_tensors="pt", return_token_type_ids=True)
+    with torch.inference_mode():
+        features = model.features(enc["input_ids"], enc["attention_mask"], enc["token_type_ids"])
+        outputs = {"rating": config.denormalise(model.head(features).double())}
+        for spec in config.signal_specs():
+            raw = model.signal_heads[spec.name](features).double()
+            outputs[spec.name] = raw * float(spec.normalisation["std"]) + float(spec.normalisation["mean"]) \
+                if spec.normalisation["type"] == "affine" else raw
+    bad = {name: int((~torch.isfinite(values)).any(dim=1).sum()) for name, values in outputs.items()}
+    bad = {name: n for name, n in bad.items() if n}
+    if bad:
+        which = ", ".join(f"{'the rating head' if name == 'rating' else f'signal head {name!r}'}: "
+                          f"{n} of {len(VERIFY_PAIRS)} pairs" for name, n in bad.items())
+        raise _fail(folder / WEIGHTS_FILE, f"gives NaN or infinite outputs on fixed test pairs ({which})",
+                    expected="finite outputs; the weights are damaged or training diverged")
+    return {
+        "folder": str(folder),
+        "n_pairs": len(VERIFY_PAIRS),
+        "scores": [float(x) for x in outputs["rating"][:, 0]],
+        "heads": ["rating", *[spec.name for spec in config.signal_specs()]],
+        "vocab_size": config.encoder_config.get("vocab_size"),
+        "tokenizer_size": len(tokenizer),
+        "max_length": config.max_length,
+        "n_parameters": sum(p.numel() for p in model.parameters()),
+    }
 
 
 # ---------------------------------------------------------------------------------------------
