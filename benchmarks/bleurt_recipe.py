@@ -50,6 +50,8 @@ def _args() -> argparse.Namespace:
     p.add_argument("--alphas", default="0,1.5,3", help="quality-drift skews ('' to skip the drift experiment)")
     p.add_argument("--resamples", type=int, default=200, help="bootstrap resamples of the evaluation")
     p.add_argument("--variants", default="a,b", help="which learned variants to train (a: no pre-training, b: recipe)")
+    p.add_argument("--drift-only", action="store_true",
+                   help="only the drift experiment, with the pre-trained checkpoint an earlier run left in --home")
     p.add_argument("--out", type=Path, help="also write the JSON here")
     return p.parse_args()
 
@@ -131,6 +133,13 @@ def main() -> int:
     base = base.with_overrides(pretrain=stage_config(args.pretrain_epochs, args.pretrain_lr),
                                finetune=stage_config(args.finetune_epochs, args.finetune_lr))
     report["recipe"] = base.as_dict()
+    if args.drift_only:
+        alphas = [float(a) for a in args.alphas.split(",") if a.strip()]
+        report["drift"] = _drift(settings, alphas, {}, base, args, _log)
+        print(json.dumps(report, indent=2))
+        if args.out:
+            args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        return 0
     stages = InProcessStages(settings)
     signatures: dict[str, str] = {}
     checkpoints: dict[str, str] = {}

@@ -16,23 +16,13 @@ import pytest
 from click.testing import CliRunner
 
 from assay.cli.main import cli
-from assay.workers.encoder import default_model_path
+from tests.robustness_support import save_tiny_encoder
 
 
 @pytest.fixture(scope="module")
 def tiny_minilm_vocab_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny RANDOM BERT (BertConfig, 2 layers, hidden 32) with MiniLM's real tokenizer."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    folder = tmp_path_factory.mktemp("tiny") / "tiny-random-bert"
-    tokenizer = AutoTokenizer.from_pretrained(str(default_model_path()))
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=512, type_vocab_size=2)
-    torch.manual_seed(0)
-    BertModel(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return save_tiny_encoder(tmp_path_factory.mktemp("tiny") / "tiny-random-bert")
 
 
 def _ok(runner: CliRunner, args: list[str]) -> str:
