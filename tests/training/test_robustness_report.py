@@ -73,6 +73,12 @@ def test_learned_section_renders_stored_experiments(shared_data: Path, tmp_path:
     assert webnlg_part.count('class="line"') == 2 and webnlg_part.count('class="line dashed"') == 2
     assert webnlg_part.count('class="vertex"') == 2 * (2 + 2)
     assert "scored as it is" in webnlg_part and trained["name"] in webnlg_part
+    # the experiments' own evaluations appear with the experiment only: not as single-point series in
+    # the older drift section, and their WebNLG split samples not as datasets of their own
+    older_drift = html[html.index('id="sec-drift"'):html.index('id="sec-learned"')]
+    assert made["name"] not in older_drift and "empty" in older_drift
+    correlations = html[html.index('id="sec-correlations"'):html.index('id="sec-scatter"')]
+    assert "split-system" not in correlations
     # numbers cite their signatures, test versions and runs in the notes
     notes = html[html.index('id="sec-notes"'):]
     assert webnlg_result["run_id"] in notes and drift["run_id"] in notes

@@ -48,6 +48,7 @@ from assay.report.sections import (
 )
 from assay.report.svg import esc
 from assay.runs import RunRecorder
+from assay.training.robustness import read_results
 
 __all__ = ["REPORT_FILE", "build_report"]
 
@@ -64,7 +65,8 @@ def build_report(out_dir: Path | str, settings: Settings | None = None, *, main_
     settings = settings or load_settings()
     started = time.time()
     versions = dataset_versions(settings)
-    evaluations, drift_evaluations = latest_evaluations(correlation_rows(settings), versions)
+    experiment_runs = {r["evaluate_run_id"] for r in read_results(settings) if r["evaluate_run_id"]}
+    evaluations, drift_evaluations = latest_evaluations(correlation_rows(settings), versions, experiment_runs)
     signatures = [s for e in [*evaluations, *drift_evaluations] for s in e.signatures]
     ctx = ReportContext(settings, versions, MetricPalette.of(signatures, labels_by_digest(settings)), code_version())
     sections = [

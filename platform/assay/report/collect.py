@@ -27,6 +27,9 @@ from assay.config import Settings
 from assay.results import correlations
 
 DRIFT_KIND = "quality-drift"
+#: derived versions that only exist as a robustness experiment's train/test samples (shown with
+#: the experiment, never as datasets of their own)
+EXPERIMENT_SAMPLE_KINDS = ("webnlg-split",)
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,10 @@ class VersionInfo:
     @property
     def is_drift(self) -> bool:
         return bool(self.derivation) and (self.derivation or {}).get("kind") == DRIFT_KIND
+
+    @property
+    def is_experiment_sample(self) -> bool:
+        return bool(self.derivation) and (self.derivation or {}).get("kind") in EXPERIMENT_SAMPLE_KINDS
 
 
 @dataclass(frozen=True)
@@ -161,22 +168,27 @@ def _latest_runs(rows: Iterable[CorrelationRow]) -> list[CorrelationRow]:
     return chosen
 
 
-def latest_evaluations(rows: list[CorrelationRow], versions: list[VersionInfo]
-                       ) -> tuple[list[Evaluation], list[Evaluation]]:
+def latest_evaluations(rows: list[CorrelationRow], versions: list[VersionInfo],
+                       experiment_runs: Iterable[str] = ()) -> tuple[list[Evaluation], list[Evaluation]]:
     """(evaluations of ordinary datasets, evaluations of quality-drift versions).
 
     Ordinary: per (dataset, level) the newest evaluated version. Drift: one per (version, level).
-    Rows of versions no longer in the catalog are skipped.
+    Rows of versions no longer in the catalog are skipped, and so are the evaluations a robustness
+    experiment made (``experiment_runs``) and its WebNLG split samples: the report shows those
+    with the experiment, where each point has its own freshly trained checkpoint.
     """
     known = {(v.dataset, v.number, v.digest): v for v in versions}
+    skip = set(experiment_runs)
     keyed: dict[tuple[str, int, str, str], list[CorrelationRow]] = {}
     for r in rows:
+        if r.run_id in skip:
+            continue
         keyed.setdefault((r.dataset, r.dataset_version, r.dataset_digest, r.level), []).append(r)
     ordinary: dict[tuple[str, str], tuple[VersionInfo, list[CorrelationRow]]] = {}
     drift: list[Evaluation] = []
     for (name, number, digest, level), group in keyed.items():
         version = known.get((name, number, digest))
-        if version is None:
+        if version is None or version.is_experiment_sample:
             continue
         if version.is_drift:
             drift.append(Evaluation(version, level, _latest_runs(group)))
