@@ -44,10 +44,7 @@ def config_from_options(options: dict[str, Any]) -> dict[str, Any]:
     unfreeze = parse_unfreeze(options.get("unfreeze"))
     if unfreeze:
         config["unfreeze"] = unfreeze
-    # validate now: one error line before any flow starts
-    from assay.workers.training.config import TrainConfig
-
-    TrainConfig(**config)
+    check_config(config)  # one error line before any flow starts
     return config
 
 
@@ -192,7 +189,7 @@ def run_recipe_command(data: tuple[str, ...], init: str | None, name: str | None
         pretrain={**pretrain, **stage_shared}, finetune={**finetune, **stage_shared},
         webnlg_finetune={**finetune, **stage_shared})
     for stage in ("pretrain", "finetune"):
-        config_from_options_check(recipe.stage_config(stage))
+        check_config(recipe.stage_config(stage))
     result = run_flow("train", recipe.as_dict())
     if as_json:
         emit_json(result)
@@ -206,7 +203,8 @@ def run_recipe_command(data: tuple[str, ...], init: str | None, name: str | None
     click.echo(f"final checkpoint: {result['checkpoint']}")
 
 
-def config_from_options_check(config: dict[str, Any]) -> None:
+def check_config(config: dict[str, Any]) -> None:
+    """Refuse hyper-parameters the trainer would refuse, before a flow starts."""
     from assay.workers.training.config import TrainConfig
 
     TrainConfig(**config)
