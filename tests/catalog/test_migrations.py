@@ -64,7 +64,7 @@ def _columns(url: str, table: str) -> set[str]:
 
 
 def test_round_trip_keeps_data(catalog_url: str) -> None:
-    assert catalog_engine.upgrade(catalog_url) == (None, "0003")
+    assert catalog_engine.upgrade(catalog_url) == (None, "0004")
     _insert_rows(catalog_url)
     engine = catalog_engine.make_engine(catalog_url)
     with engine.begin() as conn:
@@ -75,6 +75,9 @@ def test_round_trip_keeps_data(catalog_url: str) -> None:
     engine.dispose()
     before = _read_rows(catalog_url)
 
+    assert catalog_engine.downgrade(catalog_url) == ("0004", "0003")
+    assert "suite_evaluations" not in inspect(catalog_engine.make_engine(catalog_url)).get_table_names()
+    assert _read_rows(catalog_url) == before
     assert catalog_engine.downgrade(catalog_url) == ("0003", "0002")
     assert "lineage" not in _columns(catalog_url, "checkpoints")
     assert _read_rows(catalog_url) == before
@@ -82,15 +85,15 @@ def test_round_trip_keeps_data(catalog_url: str) -> None:
     assert "parent_version_id" not in _columns(catalog_url, "dataset_versions")
     assert _read_rows(catalog_url) == before
 
-    assert catalog_engine.upgrade(catalog_url) == ("0001", "0003")
+    assert catalog_engine.upgrade(catalog_url) == ("0001", "0004")
     assert _read_rows(catalog_url) == before
     # idempotent: a second upgrade changes nothing
-    assert catalog_engine.upgrade(catalog_url) == ("0003", "0003")
+    assert catalog_engine.upgrade(catalog_url) == ("0004", "0004")
 
     # all the way down and up again
-    assert catalog_engine.downgrade(catalog_url, "base") == ("0003", None)
+    assert catalog_engine.downgrade(catalog_url, "base") == ("0004", None)
     assert catalog_engine.downgrade(catalog_url, "base") == (None, None)
-    assert catalog_engine.upgrade(catalog_url) == (None, "0003")
+    assert catalog_engine.upgrade(catalog_url) == (None, "0004")
 
 
 def test_out_of_date_shared_catalog_is_refused(catalog_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -100,7 +103,7 @@ def test_out_of_date_shared_catalog_is_refused(catalog_url: str, monkeypatch: py
     catalog_engine.upgrade(catalog_url, "0001")
     monkeypatch.setenv("ASSAY_CATALOG_URL", catalog_url)
     catalog_engine.reset_engines()
-    with pytest.raises(CatalogOutOfDate, match=r"revision 0001.*needs revision 0003.*assay db upgrade"):
+    with pytest.raises(CatalogOutOfDate, match=r"revision 0001.*needs revision 0004.*assay db upgrade"):
         catalog_engine.get_engine(load_settings())
     # and it did not migrate it
     engine = catalog_engine.make_engine(catalog_url)

@@ -176,3 +176,86 @@ class ResultFile(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
 
     run: Mapped[Run] = relationship(back_populates="result_files")
+
+
+# --- migration 0004: team scale (suites, the nightly ledger, regressions, watched folders) -------
+
+
+class Suite(Base):
+    """A named, versioned evaluation suite: datasets pinned by version x levels x statistics.
+
+    ``definition`` is the canonical JSON (see :mod:`assay.suites`); ``signature`` is its content
+    hash, part of the nightly ledger's key. A changed definition is a new version, never an edit.
+    """
+
+    __tablename__ = "suites"
+    __table_args__ = (UniqueConstraint("name", "version", name="uq_suites_name_version"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), nullable=False)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+    definition: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    signature: Mapped[str] = mapped_column(String(64), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+
+
+class WatchedFolder(Base):
+    """A folder the nightly flow scans for new checkpoint folders (``assay checkpoints watch``)."""
+
+    __tablename__ = "watched_folders"
+    __table_args__ = (UniqueConstraint("path", name="uq_watched_folders_path"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    path: Mapped[str] = mapped_column(Text, nullable=False)
+    added_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+
+
+class SuiteEvaluation(Base):
+    """The nightly ledger: one row per (checkpoint digest, dataset version digest, suite signature),
+    the unit that is evaluated exactly once. ``status``: running, completed, failed (bad input: not
+    retried) or crashed (its process died: retried up to a limit); ``attempts`` counts claims."""
+
+    __tablename__ = "suite_evaluations"
+    __table_args__ = (
+        UniqueConstraint("checkpoint_digest", "dataset_digest", "suite_signature", name="uq_suite_evaluations_key"),
+        Index("ix_suite_evaluations_status", "status"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    checkpoint_digest: Mapped[str] = mapped_column(String(64), nullable=False)
+    dataset_digest: Mapped[str] = mapped_column(String(64), nullable=False)
+    dataset_version_id: Mapped[int] = mapped_column(ForeignKey("dataset_versions.id"), nullable=False)
+    suite_id: Mapped[int] = mapped_column(ForeignKey("suites.id"), nullable=False)
+    suite_signature: Mapped[str] = mapped_column(String(64), nullable=False)
+    status: Mapped[str] = mapped_column(String(16), nullable=False)
+    attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    flow_run_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    score_run_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    evaluate_run_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    claimed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    summary: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False, default=dict)
+
+
+class Regression(Base):
+    """A checkpoint significantly worse than the team's best on one suite cell (dataset version x
+    level x group x statistic), found by the nightly comparison."""
+
+    __tablename__ = "regressions"
+    __table_args__ = (Index("ix_regressions_checkpoint", "checkpoint_digest"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    checkpoint_digest: Mapped[str] = mapped_column(String(64), nullable=False)
+    baseline_digest: Mapped[str] = mapped_column(String(64), nullable=False)
+    suite_signature: Mapped[str] = mapped_column(String(64), nullable=False)
+    dataset_version_id: Mapped[int] = mapped_column(ForeignKey("dataset_versions.id"), nullable=False)
+    level: Mapped[str] = mapped_column(String(16), nullable=False)
+    group: Mapped[str] = mapped_column(String(128), nullable=False)
+    statistic: Mapped[str] = mapped_column(String(32), nullable=False)
+    value: Mapped[float] = mapped_column(Float, nullable=False)
+    baseline_value: Mapped[float] = mapped_column(Float, nullable=False)
+    p_value: Mapped[float] = mapped_column(Float, nullable=False)
+    test: Mapped[str] = mapped_column(String(64), nullable=False)
+    run_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
