@@ -1,4 +1,5 @@
-"""``assay checkpoints list|show|register|export``: learned-metric checkpoints in the catalog."""
+"""``assay checkpoints list|show|register|export|watch|unwatch|watched|scan``: learned-metric checkpoints
+in the catalog, and the shared folders the nightly scan registers new ones from."""
 
 from __future__ import annotations
 
@@ -86,6 +87,14 @@ def _num(value: Any) -> str:
     return f"{value:.4f}" if isinstance(value, int | float) else "   -  "
 
 
+def _announce_registrations() -> None:
+    """A new checkpoint is announced to the team's Prefect server (``assay.checkpoint.registered``),
+    whose deployment trigger evaluates it; without a configured server nothing is sent."""
+    from assay.flows import events
+
+    events.install()
+
+
 @checkpoints.command("register")
 @click.argument("path", type=click.Path(path_type=Path, exists=True, file_okay=False))
 @click.option("--name", help="Name to register it under (default: from the folder name).")
@@ -94,6 +103,7 @@ def register_command(path: Path, name: str | None, as_json: bool) -> None:
     """Verify a checkpoint folder and register it by content digest (the same content again is a no-op)."""
     from assay.workers.checkpoint_registry import register_folder
 
+    _announce_registrations()
     result = register_folder(load_settings(), path, name=name)
     if as_json:
         emit_json(result.as_dict())
@@ -112,6 +122,69 @@ def export_command(ref: str, destination: Path) -> None:
     from assay.workers.checkpoint_registry import export_checkpoint
 
     click.echo(str(export_checkpoint(load_settings(), ref, destination)))
+
+
+@checkpoints.command("watch")
+@click.argument("folder", type=click.Path(path_type=Path))
+def watch_command(folder: Path) -> None:
+    """Watch FOLDER: `assay checkpoints scan` (and the nightly flow) registers the checkpoint
+    folders put in it. Shared by everyone using this catalog."""
+    from assay.watched_folders import watch
+
+    path, created = watch(load_settings(), folder)
+    click.echo(f"{path}: " + ("watched" if created else "already watched"))
+
+
+@checkpoints.command("unwatch")
+@click.argument("folder", type=click.Path(path_type=Path))
+def unwatch_command(folder: Path) -> None:
+    """Stop watching FOLDER (registered checkpoints stay registered)."""
+    from assay.errors import NotFoundError
+    from assay.watched_folders import normalise, unwatch, watched
+
+    settings = load_settings()
+    if not unwatch(settings, folder):
+        listed = ", ".join(watched(settings)) or "none"
+        raise NotFoundError(f"{normalise(folder, must_exist=False)} is not watched (watched: {listed})")
+    click.echo(f"{normalise(folder, must_exist=False)}: no longer watched")
+
+
+@checkpoints.command("watched")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def watched_command(as_json: bool) -> None:
+    """The watched folders."""
+    from assay.watched_folders import watched
+
+    folders = watched(load_settings())
+    if as_json:
+        emit_json(folders)
+        return
+    if not folders:
+        click.echo("no folders watched; `assay checkpoints watch DIR` adds one")
+    for folder in folders:
+        click.echo(folder)
+
+
+@checkpoints.command("scan")
+@click.option("--settle", "settle", type=float, default=60.0, show_default=True,
+              help="Leave a folder alone while any of its files changed within this many seconds.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def scan_command(settle: float, as_json: bool) -> None:
+    """Register the new checkpoint folders in the watched folders (verified; known content is a no-op)."""
+    from assay.workers.checkpoint_watch import scan_watched
+
+    _announce_registrations()
+    report = scan_watched(load_settings(), settle_seconds=settle)
+    if as_json:
+        emit_json(report.as_dict())
+        return
+    for entry in report.registered:
+        click.echo(f"registered  {entry['name']}  {entry['digest'][:12]}  ({entry['path']})")
+    for path in report.known:
+        click.echo(f"known       {path}")
+    for path, reason in report.skipped:
+        click.echo(f"skipped     {path}: {reason}")
+    click.echo(f"{len(report.registered)} registered, {len(report.known)} known, {len(report.skipped)} skipped")
 
 
 def register(cli: click.Group) -> None:

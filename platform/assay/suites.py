@@ -1,0 +1,382 @@
+"""Evaluation suites: what the nightly evaluation measures every checkpoint on.
+
+A suite is a named, versioned list of entries; each entry pins one dataset version (by number and
+content digest) and says at which levels (``seg``, ``sys``) and with which statistics it is
+evaluated (:func:`assay.evaluation.evaluate`'s levels and statistics), optionally restricted to
+some groups (language pairs, tasks). A statistic of an entry is computed at every level of the
+entry that accepts it (``acc_t`` only at ``seg``, ``pairwise_accuracy`` only at ``sys``); each level
+must get at least one.
+
+The definition is stored as canonical JSON (keys sorted, no spaces; entries sorted by dataset name
+and version number; levels and statistics in :mod:`assay.evaluation`'s order), for example::
+
+    {"entries": [{"dataset": "wmt17@1", "digest": "f601...", "groups": null,
+                  "levels": ["seg"], "statistics": ["pearson", "kendall"]}],
+     "format": "assay-suite", "format_version": 1}
+
+Its **signature** is the full sha256 hex digest (64 digits) of that JSON. The suite's name and
+version number are not part of it: the same definition under two names, or redefined later, has
+the same signature, which keys the nightly ledger (:mod:`assay.evaluation_ledger`), so identical
+work is never done twice. Defining a suite whose definition equals its latest version is a no-op;
+a different definition is a new version, never an edit. A bare dataset name pins the version that
+is latest when the suite is defined.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from assay.catalog.dataset_versions import find_version_by_digest, list_versions, resolve
+from assay.catalog.engine import session_scope
+from assay.catalog.models import DatasetVersion, System
+from assay.catalog.models import Suite as SuiteRow
+from assay.config import Settings
+from assay.datasets.names import DatasetRef
+from assay.errors import CatalogError, NotFoundError, UsageError
+from assay.evaluation import DEFAULT_STATS, SEG_STATS, SYS_STATS
+
+__all__ = [
+    "DEFAULT_SUITE",
+    "LEVELS",
+    "Suite",
+    "SuiteEntry",
+    "SuiteNotFound",
+    "canonical_json",
+    "default_entries",
+    "define_suite",
+    "get_suite",
+    "list_suites",
+    "validate_suite_name",
+]
+
+DEFAULT_SUITE = "nightly"
+"""The suite the nightly flow evaluates when none is named."""
+LEVELS = ("seg", "sys")
+STATISTICS_BY_LEVEL: dict[str, tuple[str, ...]] = {"seg": SEG_STATS, "sys": SYS_STATS}
+_STAT_ORDER = SEG_STATS + tuple(s for s in SYS_STATS if s not in SEG_STATS)
+FORMAT = "assay-suite"
+FORMAT_VERSION = 1
+MAX_ENTRIES = 200
+DEFINE_ATTEMPTS = 100
+"""Each round of a race on the next version number has a winner: N concurrent definers need N rounds."""
+_NAME = re.compile(r"[a-z][a-z0-9_-]{0,63}")
+_GROUP = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,127}")
+_ENTRY_KEYS = frozenset({"dataset", "levels", "statistics", "groups"})
+
+
+class SuiteNotFound(NotFoundError, UsageError):
+    """A suite reference names no stored suite (or no such version of it)."""
+
+
+def validate_suite_name(name: str) -> str:
+    """A suite name: a lowercase letter, then up to 63 lowercase letters, digits, ``_`` or ``-``
+    (names reach SQL, file names and HTML)."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise UsageError(f"invalid suite name {name!r}: use a lowercase letter followed by up to 63 lowercase "
+                         "letters, digits, '_' or '-' (e.g. 'nightly', 'wmt-seg')")
+    return name
+
+
+def canonical_json(value: Any) -> str:
+    """The one serialisation a signature is computed from: sorted keys, no spaces, ASCII."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+@dataclass(frozen=True)
+class SuiteEntry:
+    """One dataset version of a suite, with the levels, statistics and groups it is evaluated at."""
+
+    dataset: str
+    """``name@number``"""
+    dataset_digest: str
+    dataset_version_id: int
+    levels: tuple[str, ...]
+    statistics: tuple[str, ...]
+    groups: tuple[str, ...] | None
+    """Only these groups are evaluated; None: every group."""
+    exclude_groups: tuple[str, ...] = ()
+    """The version's other groups (what :func:`assay.evaluation.evaluate` takes as
+    ``exclude_groups``); derived from ``groups``, not part of the definition."""
+
+    def statistics_for(self, level: str) -> tuple[str, ...]:
+        """The entry's statistics that ``level`` accepts, in canonical order."""
+        allowed = STATISTICS_BY_LEVEL.get(level, ())
+        return tuple(s for s in self.statistics if s in allowed) if level in self.levels else ()
+
+    def definition(self) -> dict[str, Any]:
+        """The entry as it appears in the canonical definition (what the signature covers)."""
+        return {"dataset": self.dataset, "digest": self.dataset_digest, "levels": list(self.levels),
+                "statistics": list(self.statistics),
+                "groups": list(self.groups) if self.groups is not None else None}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.definition(), "dataset_version_id": self.dataset_version_id,
+                "statistics_by_level": {level: list(self.statistics_for(level)) for level in self.levels},
+                "exclude_groups": list(self.exclude_groups)}
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A stored suite version."""
+
+    id: int
+    name: str
+    version: int
+    entries: tuple[SuiteEntry, ...]
+    signature: str
+    """sha256 hex (64 digits) of the canonical definition; name and version excluded."""
+    created_at: str | None = None
+
+    @property
+    def ref(self) -> str:
+        return f"{self.name}@{self.version}"
+
+    def definition(self) -> dict[str, Any]:
+        return _definition([e.definition() for e in self.entries])
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "version": self.version, "ref": self.ref,
+                "signature": self.signature, "created_at": self.created_at,
+                "entries": [e.as_dict() for e in self.entries]}
+
+
+def _definition(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"format": FORMAT, "format_version": FORMAT_VERSION, "entries": entries}
+
+
+def signature_of(definition: Mapping[str, Any]) -> str:
+    return hashlib.sha256(canonical_json(definition).encode("ascii")).hexdigest()
+
+
+# --- defining ---------------------------------------------------------------------------------------
+
+
+def _as_strings(value: Any, what: str, where: str) -> list[str]:
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise UsageError(f"{where}: {what} must be a list of strings (or one comma-separated string), "
+                         f"got {value!r}")
+    return list(dict.fromkeys(value))
+
+
+def _version_groups(session: Session, version_id: int) -> list[str]:
+    return list(session.scalars(select(System.group).where(System.version_id == version_id)
+                                .distinct().order_by(System.group)))
+
+
+def _resolve_entry(session: Session, raw: Any, index: int) -> SuiteEntry:
+    where = f"suite entry {index}"
+    if not isinstance(raw, Mapping):
+        raise UsageError(f"{where}: expected an object with 'dataset', 'levels' and optionally 'statistics' "
+                         f"and 'groups', got {raw!r}")
+    unknown = sorted(set(raw) - _ENTRY_KEYS)
+    if unknown:
+        raise UsageError(f"{where}: unknown key(s) {unknown} (expected {', '.join(sorted(_ENTRY_KEYS))})")
+    ref_text = raw.get("dataset")
+    if not isinstance(ref_text, str) or not ref_text:
+        raise UsageError(f"{where}: 'dataset' must be a dataset reference NAME or NAME@VERSION")
+    ref = DatasetRef.parse(ref_text)
+    version = resolve(session, ref)
+    label = version.label
+    where = f"suite entry {index} ({label})"
+
+    levels = _as_strings(raw.get("levels"), "levels", where)
+    bad = [lv for lv in levels if lv not in LEVELS]
+    if not levels or bad:
+        raise UsageError(f"{where}: levels {bad or levels} (expected one or more of {', '.join(LEVELS)})")
+    levels = [lv for lv in LEVELS if lv in levels]
+
+    if raw.get("statistics") is None:
+        wanted = [s for lv in levels for s in DEFAULT_STATS[lv]]
+    else:
+        wanted = _as_strings(raw["statistics"], "statistics", where)
+        if not wanted:
+            raise UsageError(f"{where}: no statistics given")
+    for stat in wanted:
+        if not any(stat in STATISTICS_BY_LEVEL[lv] for lv in levels):
+            choices = "; ".join(f"{lv}: {', '.join(STATISTICS_BY_LEVEL[lv])}" for lv in levels)
+            raise UsageError(f"{where}: statistic {stat!r} is not available at level(s) {', '.join(levels)} "
+                             f"(choose from {choices})")
+    statistics = [s for s in _STAT_ORDER if s in wanted]
+    for lv in levels:
+        if not any(s in STATISTICS_BY_LEVEL[lv] for s in statistics):
+            raise UsageError(f"{where}: none of the statistics {statistics} is available at level {lv} "
+                             f"(choose from {', '.join(STATISTICS_BY_LEVEL[lv])})")
+    _check_data(version, levels, statistics, where)
+
+    groups: list[str] | None = None
+    exclude: tuple[str, ...] = ()
+    if raw.get("groups") is not None:
+        groups = sorted(_as_strings(raw["groups"], "groups", where))
+        invalid = [g for g in groups if not _GROUP.fullmatch(g)]
+        if invalid or not groups:
+            raise UsageError(f"{where}: invalid group name(s) {invalid or groups} (expected names such as 'de-en')")
+        known = _version_groups(session, version.id)
+        missing = [g for g in groups if g not in known]
+        if missing:
+            raise UsageError(f"{where}: no group(s) {missing} in {label} (its groups: {', '.join(known)})")
+        exclude = tuple(g for g in known if g not in groups)
+    return SuiteEntry(dataset=label, dataset_digest=version.digest, dataset_version_id=version.id,
+                      levels=tuple(levels), statistics=tuple(statistics),
+                      groups=tuple(groups) if groups is not None else None, exclude_groups=exclude)
+
+
+def _check_data(version: DatasetVersion, levels: list[str], statistics: list[str], where: str) -> None:
+    """Refuse a level the version has no judgments for (evaluation would find nothing)."""
+    counts = version.row_counts or {}
+    if "seg" in levels and not counts.get("segments"):
+        if not counts.get("rankings"):
+            raise UsageError(f"{where}: level seg needs segment-level judgments, and {version.label} has none")
+        if [s for s in statistics if s in SEG_STATS] != ["kendall_like"]:
+            raise UsageError(f"{where}: {version.label} has only relative-ranking pairs at segment level: "
+                             "use the statistic kendall_like there")
+    if "sys" in levels and not (counts.get("systems") and counts.get("outputs")):
+        raise UsageError(f"{where}: level sys needs system-level judgments and system outputs, and "
+                         f"{version.label} has {counts.get('systems', 0)} and {counts.get('outputs', 0)}")
+
+
+def _resolve_entries(session: Session, entries: Sequence[Mapping[str, Any]]) -> list[SuiteEntry]:
+    if isinstance(entries, str | bytes) or not isinstance(entries, Sequence) or not entries:
+        raise UsageError("a suite needs at least one entry (a dataset with its levels and statistics)")
+    if len(entries) > MAX_ENTRIES:
+        raise UsageError(f"a suite has at most {MAX_ENTRIES} entries, got {len(entries)}")
+    resolved = [_resolve_entry(session, raw, i) for i, raw in enumerate(entries, start=1)]
+    seen: dict[str, str] = {}
+    for entry in resolved:
+        if entry.dataset_digest in seen:
+            other = seen[entry.dataset_digest]
+            same = "is listed twice" if other == entry.dataset else f"has the same content as {other}"
+            raise UsageError(f"{entry.dataset} {same}: list each dataset version once, with all its levels "
+                             "and statistics in one entry")
+        seen[entry.dataset_digest] = entry.dataset
+    return sorted(resolved, key=lambda e: (e.dataset.partition("@")[0], int(e.dataset.partition("@")[2])))
+
+
+def define_suite(settings: Settings, name: str, entries: Sequence[Mapping[str, Any]]) -> tuple[Suite, bool]:
+    """Store ``entries`` as suite ``name``: (the suite, created). A definition equal to the latest
+    version's returns that version (created False); a different one becomes the next version.
+
+    Each entry is ``{"dataset": "wmt17@1", "levels": ["seg"], "statistics": ["kendall"],
+    "groups": ["de-en"]}`` (``statistics`` default to Pearson and Kendall, ``groups`` to all).
+    Everything is validated before anything is written. Two processes defining the same suite at
+    once end with one version: the loser of the race on the (name, version) constraint re-reads.
+    """
+    validate_suite_name(name)
+    with session_scope(settings) as session:
+        resolved = _resolve_entries(session, entries)
+    definition = _definition([e.definition() for e in resolved])
+    signature = signature_of(definition)
+    for attempt in range(DEFINE_ATTEMPTS):
+        with session_scope(settings) as session:
+            latest = _latest_row(session, name)
+            if latest is not None and latest.signature == signature:
+                return _suite_from_row(session, latest), False
+            row = SuiteRow(name=name, version=(latest.version if latest else 0) + 1, definition=definition,
+                           signature=signature)
+            session.add(row)
+            try:
+                session.flush()
+            except IntegrityError:  # another process stored this version number first: look again
+                session.rollback()
+                time.sleep(random.uniform(0, 0.01 * min(attempt + 1, 10)))
+                continue
+            return _suite_from_row(session, row, resolved), True
+    raise CatalogError(f"could not store suite {name!r}: other processes kept defining new versions of it")
+
+
+# --- reading ----------------------------------------------------------------------------------------
+
+
+def _latest_row(session: Session, name: str) -> SuiteRow | None:
+    return session.scalars(select(SuiteRow).where(SuiteRow.name == name)
+                           .order_by(SuiteRow.version.desc()).limit(1)).one_or_none()
+
+
+def _suite_from_row(session: Session, row: SuiteRow, resolved: list[SuiteEntry] | None = None) -> Suite:
+    if resolved is None:
+        resolved = [_stored_entry(session, row, raw) for raw in row.definition.get("entries", [])]
+    return Suite(id=row.id, name=row.name, version=row.version, entries=tuple(resolved), signature=row.signature,
+                 created_at=row.created_at.isoformat() if row.created_at else None)
+
+
+def _stored_entry(session: Session, row: SuiteRow, raw: Mapping[str, Any]) -> SuiteEntry:
+    name = str(raw["dataset"]).partition("@")[0]
+    version = find_version_by_digest(session, name, str(raw["digest"]))
+    if version is None:
+        raise CatalogError(f"suite {row.name}@{row.version} pins {raw['dataset']} ({str(raw['digest'])[:12]}), "
+                           "which is not in this catalog")
+    groups = tuple(raw["groups"]) if raw.get("groups") is not None else None
+    exclude = tuple(g for g in _version_groups(session, version.id) if g not in groups) if groups else ()
+    return SuiteEntry(dataset=str(raw["dataset"]), dataset_digest=version.digest, dataset_version_id=version.id,
+                      levels=tuple(raw["levels"]), statistics=tuple(raw["statistics"]), groups=groups,
+                      exclude_groups=exclude)
+
+
+def _parse_ref(ref: str) -> tuple[str, int | None]:
+    name, at, number = ref.partition("@") if isinstance(ref, str) else ("", "", "")
+    validate_suite_name(name)
+    if at and not (number.isdigit() and 0 < len(number) < 10):
+        raise UsageError(f"invalid suite reference {ref!r}: expected NAME or NAME@VERSION (a version number)")
+    return name, int(number) if at else None
+
+
+def get_suite(settings: Settings, ref: str) -> Suite:
+    """The suite ``ref`` names: ``name`` (its latest version) or ``name@3``."""
+    name, number = _parse_ref(ref)
+    with session_scope(settings) as session:
+        query = select(SuiteRow).where(SuiteRow.name == name)
+        query = (query.where(SuiteRow.version == number) if number is not None
+                 else query.order_by(SuiteRow.version.desc()).limit(1))
+        row = session.scalars(query).one_or_none()
+        if row is None:
+            known = list(session.execute(select(SuiteRow.name, func.max(SuiteRow.version))
+                                         .group_by(SuiteRow.name).order_by(SuiteRow.name)))
+            listed = ", ".join(f"{n} (versions 1-{v})" for n, v in known) or "none"
+            what = f"no version {number} of suite {name!r}" if number is not None and any(
+                n == name for n, _ in known) else f"no suite named {name!r}"
+            raise SuiteNotFound(f"{what} (known suites: {listed}); define one with `assay suite define`")
+        return _suite_from_row(session, row)
+
+
+def list_suites(settings: Settings) -> list[dict[str, Any]]:
+    """Every stored suite version (by name, then version): ref, signature, datasets, latest flag."""
+    with session_scope(settings) as session:
+        rows = list(session.scalars(select(SuiteRow).order_by(SuiteRow.name, SuiteRow.version)))
+        latest = {r.name: r.version for r in rows}
+        return [{"name": r.name, "version": r.version, "ref": f"{r.name}@{r.version}", "signature": r.signature,
+                 "latest": latest[r.name] == r.version,
+                 "datasets": [e["dataset"] for e in r.definition.get("entries", [])],
+                 "entries": [{k: e.get(k) for k in ("dataset", "levels", "statistics", "groups")}
+                             for e in r.definition.get("entries", [])],
+                 "created_at": r.created_at.isoformat() if r.created_at else None} for r in rows]
+
+
+def default_entries(settings: Settings) -> list[dict[str, Any]]:
+    """A sensible default suite: the latest version of every ingested (not derived, not synthetic)
+    dataset, at each level it has judgments for, with Pearson and Kendall (BLEURT §5, BERTScore §4
+    report these). Pass the result to :func:`define_suite`."""
+    entries = []
+    with session_scope(settings) as session:
+        for version in list_versions(session):
+            if version.format in ("derived", "synthetic"):
+                continue
+            counts = version.row_counts or {}
+            levels = (["seg"] if counts.get("segments") else []) + (
+                ["sys"] if counts.get("systems") and counts.get("outputs") else [])
+            if levels:
+                entries.append({"dataset": version.label, "levels": levels, "statistics": ["pearson", "kendall"]})
+    if not entries:
+        raise UsageError("no ingested dataset has human judgments to evaluate on; ingest one with `assay ingest`")
+    return entries
