@@ -1,7 +1,21 @@
 """The ``score`` flow: plan against the cache, record the run when there is something to compute,
 score the missing segments shard by shard (each task writes its own immutable Parquet part), close
 the run. Logic lives in :mod:`assay.scoring`; tasks pass plans (ids, digests and paths), never
-tables. A plan with nothing to compute is the answer: no run, no further task."""
+tables. A plan with nothing to compute is the answer: no run, no lock, no further task.
+
+Exactly once: the flow holds the signature lock (:func:`assay.scoring.signature_lock_for`) from
+the re-plan to the recorded run. Tasks run in the flow's process, so the lock taken in the flow
+body covers them all; a killed flow's lock is released by the OS or the catalog server, and the
+next request for the signature marks its run crashed and resumes from its parts
+(:func:`assay.scoring.resume_plan`).
+
+Retries: the tasks that read or write the catalog retry a transient failure (a dropped catalog
+connection: :func:`assay.transient.is_transient`) through Prefect's ``retries`` and
+``retry_condition_fn`` (Prefect 3 docs, "Tasks: retries"); bad input fails at once. They are
+safe to repeat: planning writes only fresh work files, a re-plan is idempotent and starting or
+closing a run finds its own row. Scoring a shard touches no catalog and is not retried: a retry
+after its part was written would store its rows twice.
+"""
 
 from __future__ import annotations
 
@@ -11,17 +25,28 @@ from prefect import flow, task
 from tqdm.auto import tqdm
 
 from assay import scoring
+from assay.flows.retry_policy import TRANSIENT_RETRIES, TRANSIENT_RETRY_DELAYS, retry_transient
 from assay.metrics.registry import MetricSpec
 
+#: Prefect task options of the catalog tasks: retry transient failures only
+CATALOG_RETRIES: dict[str, Any] = {"retries": TRANSIENT_RETRIES, "retry_delay_seconds": TRANSIENT_RETRY_DELAYS,
+                                   "retry_condition_fn": retry_transient}
 
-@task(name="plan-scoring")
+
+@task(name="plan-scoring", **CATALOG_RETRIES)
 def plan_task(dataset: str, metric: dict[str, Any], scope: str, shard_size: int,
               allow_languages: bool) -> dict[str, Any]:
     return scoring.plan_scoring(dataset, MetricSpec.from_dict(metric), scope=scope, shard_size=shard_size,
                                 allow_languages=allow_languages).as_dict()
 
 
-@task(name="start-scoring-run")
+@task(name="resume-scoring-plan", **CATALOG_RETRIES)
+def resume_task(plan: dict[str, Any]) -> dict[str, Any]:
+    """Under the signature lock: close crashed runs of the signature, drop keys stored meanwhile."""
+    return scoring.resume_plan(scoring.ScorePlan.from_dict(plan)).as_dict()
+
+
+@task(name="start-scoring-run", **CATALOG_RETRIES)
 def start_task(plan: dict[str, Any]) -> dict[str, Any]:
     return scoring.start_scoring(scoring.ScorePlan.from_dict(plan)).as_dict()
 
@@ -31,7 +56,7 @@ def score_shard_task(plan: dict[str, Any], shard: int) -> dict[str, Any]:
     return scoring.score_shard(scoring.ScorePlan.from_dict(plan), shard)
 
 
-@task(name="record-scoring-run")
+@task(name="record-scoring-run", **CATALOG_RETRIES)
 def finish_task(plan: dict[str, Any], parts: list[dict[str, Any]], error: str | None = None) -> dict[str, Any]:
     return scoring.finish_scoring(scoring.ScorePlan.from_dict(plan), parts, error=error)
 
@@ -43,19 +68,23 @@ def score_flow(
 ) -> dict[str, Any]:
     """Score every not-yet-scored segment of a dataset version with one metric."""
     plan = plan_task(dataset, metric, scope, shard_size, allow_languages)
-    shards = plan["shards"]
-    if not shards:
+    if not plan["shards"]:
         return scoring.finish_scoring(scoring.ScorePlan.from_dict(plan), [])
-    plan = start_task(plan)
-    parts: list[dict[str, Any]] = []
-    try:
-        # one bar in segments over the shards; a model-based metric shows its own bar within a shard
-        with tqdm(total=sum(end - start for start, end in shards), desc=f"scoring {plan['metric_name']}",
-                  unit="seg", disable=not progress) as bar:
-            for shard in range(len(shards)):
-                parts.append(score_shard_task(plan, shard))
-                bar.update(parts[-1]["rows"])
-    except BaseException as exc:
-        finish_task(plan, parts, error=f"{type(exc).__name__}: {exc}")
-        raise
-    return finish_task(plan, parts)
+    with scoring.signature_lock_for(scoring.ScorePlan.from_dict(plan)):
+        plan = resume_task(plan)
+        if not plan["shards"]:  # another request stored them while this one waited for the lock
+            return scoring.finish_scoring(scoring.ScorePlan.from_dict(plan), [])
+        plan = start_task(plan)
+        shards = plan["shards"]
+        parts: list[dict[str, Any]] = []
+        try:
+            # one bar in segments over the shards; a model-based metric shows its own bar within a shard
+            with tqdm(total=sum(end - start for start, end in shards), desc=f"scoring {plan['metric_name']}",
+                      unit="seg", disable=not progress) as bar:
+                for shard in range(len(shards)):
+                    parts.append(score_shard_task(plan, shard))
+                    bar.update(parts[-1]["rows"])
+        except BaseException as exc:
+            finish_task(plan, parts, error=f"{type(exc).__name__}: {exc}")
+            raise
+        return finish_task(plan, parts)

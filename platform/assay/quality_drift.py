@@ -62,7 +62,7 @@ from assay.evaluation import SEG_STATS, evaluate
 from assay.ingest import derive_version
 from assay.metrics.registry import MetricSpec, metric_class
 from assay.runs import RunRecorder
-from assay.scoring import finish_scoring, plan_scoring, score_shard
+from assay.scoring import compute_plan, plan_scoring
 
 #: The skew factors of the paper's Figure 1 and 2.
 ALPHAS: tuple[float, ...] = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
@@ -264,9 +264,7 @@ def check_request(metrics: Sequence[MetricSpec], statistic: str) -> None:
 def score_sample(label: str, spec: MetricSpec, settings: Settings | None = None) -> dict[str, Any]:
     """Score one sample's judged segments; cached keys (the parent's scores) are not recomputed."""
     settings = settings or load_settings()
-    plan = plan_scoring(label, spec, scope="judged", settings=settings)
-    parts = [score_shard(plan, i, settings) for i in range(len(plan.shards))]
-    return finish_scoring(plan, parts, settings)
+    return compute_plan(plan_scoring(label, spec, scope="judged", settings=settings), settings)  # exactly once
 
 
 def evaluate_sample(test: DriftSample, train: DriftSample | None, signatures: dict[str, str], *,

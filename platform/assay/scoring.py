@@ -16,6 +16,15 @@ in one :class:`~assay.metrics.base.ScoringContext`. A scored key is never recomp
 request twice computes nothing, and a new dataset version scores only the segments whose content
 is new. :func:`score_dataset` runs the four steps in-process; the Prefect flow in
 ``flows/score.py`` runs them as tasks.
+
+Exactly once, also under concurrency and after crashes: a plan with something to compute is
+computed under the exclusive lock of its (metric, signature) (:func:`signature_lock_for`,
+:mod:`assay.signature_lock`), held from a final re-plan to the recorded run. The re-plan,
+:func:`resume_plan`, runs under the lock: it drops the keys another request stored meanwhile (two
+identical requests store one set of rows: the second waits, then finds the first one's parts)
+and marks ``crashed`` the running runs of the signature, whose holders must be dead (they would
+hold the lock). A killed request's parts are complete files (:mod:`assay.atomic`), so the next
+request resumes from them and computes only what is missing.
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -44,9 +53,12 @@ from assay.errors import MetricOutputError, UsageError
 from assay.metrics.base import Metric, ScoringContext, check_scores
 from assay.metrics.registry import MetricSpec, create_metric
 from assay.results import segment_scores
-from assay.runs import RecordedFile, RunRecorder, new_run_id
+from assay.runs import RecordedFile, RunRecorder, mark_crashed, new_run_id, running_score_runs
+from assay.signature_lock import signature_lock
 
 SCOPES = ("judged", "outputs", "all")
+#: the error a crashed score run is closed with (see :func:`resume_plan`)
+CRASHED_REASON = "its process died: no live holder of the signature lock"
 #: a group named like a language pair (``de-en``, ``en-zh``); its target language follows the dash
 LANGUAGE_PAIR = re.compile(r"^([a-z]{2,3})-([a-z]{2,3})$")
 
@@ -299,6 +311,60 @@ def _with_mean_human(todo: pa.Table, keys: list[str], human: list[float | None])
     return todo.set_column(todo.schema.get_field_index("human"), "human", pa.array(means, pa.float64()))
 
 
+# --- exactly once: the signature lock and the re-plan under it ---------------------------------
+
+
+@contextlib.contextmanager
+def signature_lock_for(plan: ScorePlan, settings: Settings | None = None,
+                       timeout_s: float | None = None) -> Iterator[None]:
+    """Hold the exclusive lock of the plan's (metric, signature) (:mod:`assay.signature_lock`):
+    around :func:`resume_plan`, :func:`start_scoring`, every :func:`score_shard` and
+    :func:`finish_scoring` of one request. Waits for another request holding it."""
+    with signature_lock(settings or load_settings(), plan.metric_name, plan.signature, timeout_s):
+        yield
+
+
+def resume_plan(plan: ScorePlan, settings: Settings | None = None) -> ScorePlan:
+    """Bring a plan up to date; call it while holding :func:`signature_lock_for` of the plan.
+
+    1. Score runs of the signature still marked running cannot be alive (their process would hold
+       the lock): they are marked ``crashed`` (:func:`assay.runs.mark_crashed`, their summary kept)
+       and their left-over work files removed.
+    2. The keys stored under the signature since the plan was made (by a request that held the
+       lock meanwhile, or a killed one's complete parts) are dropped from the work file and the
+       shards are cut again; a plan left with nothing to compute loses its work files (its run
+       will not be recorded).
+    """
+    settings = settings or load_settings()
+    for run_id in mark_crashed(settings, running_score_runs(settings, plan.signature), CRASHED_REASON):
+        _discard_work(settings, run_id)
+    if not plan.shards or plan.todo_path is None or not plan.store_scores or plan.run is not None:
+        return plan
+    done = segment_scores.scored_keys(settings, plan.metric_name, plan.signature)
+    todo = pq.read_table(plan.todo_path)
+    keep = [i for i, key in enumerate(todo.column("key").to_pylist()) if key not in done]
+    if len(keep) == todo.num_rows:
+        return plan
+    cached = plan.cached + todo.num_rows - len(keep)
+    if not keep:
+        discard(plan)
+        return replace(plan, cached=cached, todo_path=None, corpus_path=None, shards=[])
+    write_parquet(todo.take(keep), Path(plan.todo_path))
+    size = len(keep) if metric_for(MetricSpec.from_dict(plan.metric)).depends_on_segment_set \
+        else int(plan.parameters.get("shard_size") or len(keep))
+    shards = [(start, min(start + size, len(keep))) for start in range(0, len(keep), size)]
+    return replace(plan, cached=cached, shards=shards)
+
+
+def _discard_work(settings: Settings, run_id: str) -> None:
+    """Remove a dead run's work files (the names :func:`plan_scoring` writes), then its folder if empty."""
+    work = settings.work_dir / run_id
+    for name in ("todo.parquet", "reference-corpus.parquet"):
+        (work / name).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        work.rmdir()
+
+
 # --- compute ----------------------------------------------------------------------------------
 
 
@@ -420,17 +486,28 @@ def score_dataset(
     allow_languages: bool = False,
     settings: Settings | None = None,
 ) -> dict[str, Any]:
-    """Plan, start, score every shard and finish, in this process; a failure marks the run failed
-    and is raised again. Returns :func:`finish_scoring`'s summary."""
+    """Plan, start, score every shard and finish, in this process (:func:`compute_plan`); a failure
+    marks the run failed and is raised again. Returns :func:`finish_scoring`'s summary."""
     settings = settings or load_settings()
-    plan = start_scoring(plan_scoring(dataset, spec, scope=scope, shard_size=shard_size,
-                                      allow_languages=allow_languages, settings=settings), settings)
-    parts: list[dict[str, Any]] = []
-    try:
-        for shard in range(len(plan.shards)):
-            parts.append(score_shard(plan, shard, settings))
-    except BaseException as exc:
-        finish_scoring(plan, parts, settings, error=f"{type(exc).__name__}: {exc}")
-        raise
-    return finish_scoring(plan, parts, settings)
+    return compute_plan(plan_scoring(dataset, spec, scope=scope, shard_size=shard_size,
+                                     allow_languages=allow_languages, settings=settings), settings)
+
+
+def compute_plan(plan: ScorePlan, settings: Settings | None = None, timeout_s: float | None = None) -> dict[str, Any]:
+    """Compute a plan in this process, exactly once: a plan with nothing to compute is finished at
+    once (no run, no lock); otherwise, under the signature lock, :func:`resume_plan`, start, score
+    every shard and finish. A failure marks the run failed and is raised again."""
+    settings = settings or load_settings()
+    if not plan.shards:
+        return finish_scoring(plan, [], settings)
+    with signature_lock_for(plan, settings, timeout_s):
+        plan = start_scoring(resume_plan(plan, settings), settings)
+        parts: list[dict[str, Any]] = []
+        try:
+            for shard in range(len(plan.shards)):
+                parts.append(score_shard(plan, shard, settings))
+        except BaseException as exc:
+            finish_scoring(plan, parts, settings, error=f"{type(exc).__name__}: {exc}")
+            raise
+        return finish_scoring(plan, parts, settings)
 
