@@ -12,6 +12,8 @@
 5. correlation against α for quality-drift test samples, then learned metrics: validation curves
    and lineage of registered checkpoints, and the robustness experiments with training (BLEURT
    §5.2 quality drift, §5.3 WebNLG) from ``results/robustness``;
+   then, when the nightly ledger has completed evaluations, each checkpoint's correlation over time
+   per lineage with the recorded regressions;
 6. model selection with hybrid systems (Hits@1, MRR, Diff) from ``assay select``;
 7. the BLEURT Table 2 and BERTScore Table 1 layouts with Assay's and the papers' numbers;
 8. numbered notes: signatures, dataset versions with digests, runs, code version.
@@ -41,6 +43,7 @@ from assay.report.sections import (
     drift,
     learned,
     neighbors,
+    nightly,
     reproduction,
     scatter,
     selection,
@@ -76,9 +79,10 @@ def build_report(out_dir: Path | str, settings: Settings | None = None, *, main_
         neighbors.render(ctx, versions),
         drift.render(ctx, drift_evaluations),
         learned.render(ctx),
-        selection.render(ctx),
-        reproduction.render(ctx, evaluations),
     ]
+    over_time = nightly.render(ctx)  # rendered in page order (footnote numbers follow citation order)
+    sections += [over_time] if over_time is not None else []  # only with completed nightly evaluations
+    sections += [selection.render(ctx), reproduction.render(ctx, evaluations)]
     code_note = ctx.notes.cite("code", ctx.code_version, f"report built by <code>{esc(ctx.code_version)}</code>")
     sections.append(Section("sec-notes", "Notes: signatures, dataset versions, runs", ctx.notes.html()))
     counts = {

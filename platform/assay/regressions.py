@@ -1,0 +1,465 @@
+"""Regressions: is a newly evaluated checkpoint significantly worse than the team's best?
+
+After the nightly flow has evaluated a checkpoint on a suite's dataset version (a completed row of
+the ledger, :class:`assay.catalog.models.SuiteEvaluation`, naming its ``evaluate`` run), each suite
+cell (dataset version x level x statistic) is compared with the team's current best: among the
+*other* checkpoints whose ledger row for the same dataset version and suite signature is
+completed, the one whose stored correlation is highest (ties: the one evaluated first, the
+incumbent). Only correlations computed on the same item set are compared.
+
+Groups. By default the comparison is made on the mean over groups (group ``all``, the "avg" of
+the WMT and BLEURT tables), or on the groups themselves when the evaluation has no mean (a single
+language pair). ``per_group=True`` compares every group as well; with seven language pairs and two
+statistics that is fourteen tests a night, and at alpha = 0.05 a checkpoint as good as the best
+would then be flagged somewhere most nights, so per-group verdicts are opt-in.
+
+The test. Both checkpoints' scores of the same segments are compared by the paired test that
+:func:`assay.evaluation.evaluate` applies to every pair of metrics it evaluates together, so a
+regression is judged exactly as the leaderboard clusters are:
+
+* segment level, per group (Pearson, Spearman, Kendall): PERM-BOTH, the paired permutation test of
+  Deutsch, Dror and Roth (2021), as in mt-metrics-eval (:func:`assay.stats.permutation_tests`);
+* system level, Pearson: Williams' test for dependent correlations sharing the human scores
+  (Williams 1959; Graham and Baldwin 2014, used by WMT; :func:`assay.stats.williams_test`);
+* the ``all`` mean and the other statistics: the paired bootstrap test (Koehn 2004;
+  :func:`assay.stats.bootstrap.paired_bootstrap_p_value`) on replicates drawn from the same
+  resamples for both checkpoints.
+
+Where the checkpoint's own evaluation run already evaluated the best checkpoint's signature beside
+it, the p-value is read from that run's stored significance rows. Otherwise one paired evaluation
+of the two signatures (plus any other baselines of the same dataset and level) is run with
+:func:`assay.evaluation.evaluate` (same protocol and excluded groups as the checkpoint's run). That
+is the cleanest route to a paired test: evaluate already gathers the segment scores of both
+signatures on identical items, draws the shared resamples and stores the correlations and p-values
+as an ordinary, recorded run that the finding cites; re-deriving the segment alignment here would
+be a second copy of that plumbing. Nothing is re-scored: the scores come from the results store.
+
+A :class:`Finding`'s ``p_value`` is the stored one-sided p-value that the higher-valued checkpoint
+correlates better: when the new checkpoint is worse, the p-value of "the best is better" (the
+regression test); when it is at least as good, the p-value of its improvement. ``regression`` is
+``value < baseline_value and p_value < alpha``.
+
+Catalog. :func:`record` writes one ``regressions`` row per regression; recording a comparison again
+replaces the verdicts of the cells it compares (delete, then insert, in one transaction), so the
+same comparison recorded twice leaves the same rows. The table has no aspect column: a row's
+``group`` holds ``<group>|<aspect>`` (:func:`group_key`), which :func:`list_regressions` splits.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from sqlalchemy import and_, delete, or_, select
+
+from assay.catalog.dataset_versions import resolve
+from assay.catalog.engine import session_scope
+from assay.catalog.models import Checkpoint, DatasetVersion, Regression, Run, SuiteEvaluation
+from assay.checkpoints import find, labels_by_digest, lineage_text
+from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED, Settings
+from assay.errors import UsageError
+from assay.evaluation import SEG_STATS, SYS_STATS, evaluate
+from assay.metrics.signature import parse_signature, short_digest
+from assay.results import correlations
+from assay.suites import SuiteEntry
+
+__all__ = [
+    "Finding",
+    "SuiteCell",
+    "compare_with_best",
+    "group_key",
+    "list_regressions",
+    "record",
+    "split_group_key",
+    "suite_cells",
+]
+
+COMPLETED = "completed"
+MEAN_GROUP = "all"
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+_SUITE_SIGNATURE = re.compile(r"[0-9A-Za-z._:-]{1,64}")
+_RUN_ID = re.compile(r"[0-9a-f-]{1,64}")
+_STATISTICS = {"seg": SEG_STATS, "sys": SYS_STATS}
+
+CellKey = tuple[str, str, str]
+"""(group, aspect, statistic)."""
+
+
+@dataclass(frozen=True)
+class SuiteCell:
+    """One cell of a suite: a pinned dataset version (``NAME@NUMBER`` or ``NAME@DIGEST-PREFIX``),
+    a level (``seg``/``sys``) and a statistic (as :func:`assay.evaluation.evaluate` names them)."""
+
+    dataset: str
+    level: str
+    statistic: str
+
+
+def suite_cells(datasets: Iterable[str], levels: Iterable[str], statistics: Iterable[str]) -> list[SuiteCell]:
+    """Every (dataset, level, statistic) combination, in the given order."""
+    stats = list(statistics)
+    return [SuiteCell(d, level, s) for d in datasets for level in levels for s in stats]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """The comparison of a checkpoint with the team's best on one suite cell."""
+
+    checkpoint_digest: str
+    baseline_digest: str
+    dataset: str
+    """``NAME@NUMBER`` of the dataset version."""
+    dataset_version_id: int
+    level: str
+    group: str
+    aspect: str
+    statistic: str
+    value: float
+    baseline_value: float
+    p_value: float
+    """One-sided: that the higher-valued of the two correlates better (see the module docstring)."""
+    test: str
+    """``perm-both``, ``williams`` or ``paired-bootstrap``."""
+    regression: bool
+    signature: str
+    baseline_signature: str
+    evaluate_run_id: str
+    """The evaluation run whose stored correlations and significance gave the numbers."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def group_key(group: str, aspect: str) -> str:
+    """The ``regressions.group`` value of a (group, aspect) cell: ``<group>|<aspect>``."""
+    return f"{group}|{aspect}"
+
+
+def split_group_key(key: str) -> tuple[str, str]:
+    """(group, aspect) of a ``regressions.group`` value (the aspect is after the last ``|``)."""
+    group, sep, aspect = key.rpartition("|")
+    return (group, aspect) if sep else (key, "")
+
+
+# --- input checks ---------------------------------------------------------------------------------
+
+def _check_digest(digest: str) -> str:
+    if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
+        raise UsageError(f"checkpoint digest {digest!r} is not a sha256 hex digest (64 lowercase hex digits)")
+    return digest
+
+
+def _check_suite_signature(signature: str) -> str:
+    if not isinstance(signature, str) or not _SUITE_SIGNATURE.fullmatch(signature):
+        raise UsageError(f"suite signature {signature!r} is not valid: expected 1-64 letters, digits, '.', '_', "
+                         "':' or '-' (the suite's content hash)")
+    return signature
+
+
+def _cells_of(entries: Iterable[SuiteCell | SuiteEntry]) -> list[SuiteCell]:
+    """The cells of suite entries: a :class:`SuiteCell` as it is; a :class:`assay.suites.SuiteEntry`
+    expanded to its levels x the statistics each level accepts, its version pinned by digest."""
+    cells: list[SuiteCell] = []
+    for entry in entries:
+        if isinstance(entry, SuiteEntry):
+            name = entry.dataset.rpartition("@")[0] or entry.dataset
+            cells += [SuiteCell(f"{name}@{entry.dataset_digest}", level, statistic)
+                      for level in entry.levels for statistic in entry.statistics_for(level)]
+        elif isinstance(entry, SuiteCell):
+            cells.append(entry)
+        else:
+            raise UsageError(f"suite entry {entry!r} is neither a SuiteCell(dataset, level, statistic) nor a "
+                             "suite's SuiteEntry")
+    return cells
+
+
+def _check_cells(cells: Sequence[SuiteCell]) -> None:
+    for cell in cells:
+        allowed = _STATISTICS.get(cell.level)
+        if allowed is None:
+            raise UsageError(f"suite entry {cell.dataset}: unknown level {cell.level!r} (expected seg or sys)")
+        if cell.statistic not in allowed:
+            raise UsageError(f"suite entry {cell.dataset}: statistic {cell.statistic!r} is not available at level "
+                             f"{cell.level} (choose from {', '.join(allowed)})")
+
+
+# --- reading the ledger and the stored results ----------------------------------------------------
+
+@dataclass(frozen=True)
+class _Version:
+    id: int
+    name: str
+    number: int
+    digest: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}@{self.number}"
+
+
+@dataclass(frozen=True)
+class _Evaluated:
+    """A ledger row: a checkpoint evaluated on the dataset version, and its evaluation run."""
+
+    checkpoint_digest: str
+    status: str
+    evaluate_run_id: str
+    finished_at: datetime | None
+
+
+def _ledger(settings: Settings, version: _Version, suite_signature: str) -> list[_Evaluated]:
+    with session_scope(settings) as session:
+        rows = session.scalars(select(SuiteEvaluation).where(
+            SuiteEvaluation.dataset_digest == version.digest,
+            SuiteEvaluation.suite_signature == suite_signature,
+            SuiteEvaluation.evaluate_run_id.is_not(None),
+        ).order_by(SuiteEvaluation.finished_at, SuiteEvaluation.id))
+        return [_Evaluated(r.checkpoint_digest, r.status, str(r.evaluate_run_id), r.finished_at) for r in rows
+                if _RUN_ID.fullmatch(str(r.evaluate_run_id))]
+
+
+def _run_parts(settings: Settings, root: str, dataset: str, run_id: str) -> pa.Table | None:
+    """The stored rows one run wrote under ``root`` (its parts are named ``part-<run>-*``)."""
+    files = sorted((settings.home / root / f"dataset={dataset}").glob(f"part-{run_id}-*.parquet"))
+    if not files:
+        return None
+    return pa.concat_tables([pq.read_table(f) for f in files])
+
+
+def _correlation_rows(settings: Settings, dataset: str, run_id: str, level: str) -> list[dict[str, Any]]:
+    table = _run_parts(settings, correlations.CORRELATIONS_ROOT, dataset, run_id)
+    return [] if table is None else [r for r in table.to_pylist() if r["level"] == level]
+
+
+def _p_values(settings: Settings, dataset: str, run_id: str, level: str
+              ) -> dict[tuple[str, str, str, str, str], tuple[float, str]]:
+    """(group, aspect, statistic, better, worse) -> (p-value, test) of one evaluation run."""
+    table = _run_parts(settings, correlations.SIGNIFICANCE_ROOT, dataset, run_id)
+    rows = [] if table is None else table.to_pylist()
+    return {(r["group"], r["aspect"], r["statistic"], r["better"], r["worse"]): (r["p_value"], r["test"])
+            for r in rows if r["level"] == level}
+
+
+def _of_checkpoint(rows: list[dict[str, Any]], digest: str) -> dict[CellKey, dict[str, Any]]:
+    """The rows of ``digest``'s signature (its ``checkpoint:`` field), by (group, aspect, statistic)."""
+    short = short_digest(digest)
+    return {(r["group"], r["aspect"], r["statistic"]): r for r in rows
+            if parse_signature(r["signature"]).get("checkpoint") == short}
+
+
+def _compared_keys(own: dict[CellKey, dict[str, Any]], statistics: set[str], per_group: bool) -> list[CellKey]:
+    keys = [k for k in own if k[2] in statistics and own[k]["value"] is not None]
+    if per_group:
+        return sorted(keys)
+    with_mean = {(a, s) for g, a, s in keys if g == MEAN_GROUP}
+    return sorted(k for k in keys if k[0] == MEAN_GROUP or (k[1], k[2]) not in with_mean)
+
+
+# --- the comparison -------------------------------------------------------------------------------
+
+def compare_with_best(settings: Settings, *, checkpoint_digest: str, suite_signature: str,
+                      entries: Iterable[SuiteCell | SuiteEntry], alpha: float = 0.05,
+                      n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+                      per_group: bool = False) -> list[Finding]:
+    """Compare ``checkpoint_digest`` with the team's best on every suite cell in ``entries``
+    (:class:`SuiteCell` items, or a suite's :class:`assay.suites.SuiteEntry` items).
+
+    The checkpoint's ledger row for each dataset version must name its evaluation run (any
+    status: the flow may compare before it closes the row); baselines are the completed rows.
+    No baseline (the first checkpoint evaluated on a dataset) gives no findings for that dataset.
+    """
+    _check_digest(checkpoint_digest)
+    _check_suite_signature(suite_signature)
+    if not 0 < alpha < 1:
+        raise UsageError(f"alpha must lie strictly between 0 and 1 (got {alpha})")
+    if n_resamples < 1:
+        raise UsageError(f"n_resamples must be at least 1 (got {n_resamples})")
+    cells = _cells_of(entries)
+    _check_cells(cells)
+    wanted: dict[tuple[_Version, str], set[str]] = {}
+    with session_scope(settings) as session:
+        for cell in cells:
+            v = resolve(session, cell.dataset)
+            version = _Version(v.id, v.dataset.name, v.number, v.digest)
+            wanted.setdefault((version, cell.level), set()).add(cell.statistic)
+    findings: list[Finding] = []
+    for (version, level), statistics in wanted.items():
+        findings += _compare_on(settings, version, level, statistics, checkpoint_digest, suite_signature,
+                                alpha=alpha, n_resamples=n_resamples, seed=seed, per_group=per_group)
+    return findings
+
+
+def _compare_on(settings: Settings, version: _Version, level: str, statistics: set[str], digest: str,
+                suite_signature: str, *, alpha: float, n_resamples: int, seed: int, per_group: bool
+                ) -> list[Finding]:
+    ledger = _ledger(settings, version, suite_signature)
+    own_entry = next((e for e in ledger if e.checkpoint_digest == digest), None)
+    if own_entry is None:
+        raise UsageError(f"checkpoint {digest[:12]} has no evaluation of {version.label} under suite signature "
+                         f"{suite_signature} in the ledger; evaluate it first (the nightly flow does)")
+    own_rows = _of_checkpoint(_correlation_rows(settings, version.name, own_entry.evaluate_run_id, level), digest)
+    if not own_rows:
+        raise UsageError(f"evaluation run {own_entry.evaluate_run_id} of {version.label} has no {level}-level "
+                         f"correlations of checkpoint {digest[:12]}")
+    baselines = [e for e in ledger if e.checkpoint_digest != digest and e.status == COMPLETED]
+    candidates = [(e, _of_checkpoint(_correlation_rows(settings, version.name, e.evaluate_run_id, level),
+                                     e.checkpoint_digest)) for e in baselines]
+    best: dict[CellKey, tuple[_Evaluated, dict[str, Any]]] = {}
+    for key in _compared_keys(own_rows, statistics, per_group):
+        found = [(e, rows[key]) for e, rows in candidates if key in rows and rows[key]["value"] is not None
+                 and rows[key]["item_set"] == own_rows[key]["item_set"]]
+        if found:  # the highest value; among equals, the one evaluated first (the incumbent)
+            best[key] = max(enumerate(found), key=lambda pair: (pair[1][1]["value"], -pair[0]))[1]
+    if not best:
+        return []
+    own_run = own_entry.evaluate_run_id
+    own_signatures = {r["signature"] for r in _correlation_rows(settings, version.name, own_run, level)}
+    reused = {k for k, (_, row) in best.items() if row["signature"] in own_signatures}
+    sources = {k: own_run for k in reused}
+    missing = {k: v for k, v in best.items() if k not in reused}
+    if missing:
+        paired_run = _paired_evaluation(settings, version, level, own_entry, own_rows, missing, n_resamples, seed,
+                                        alpha)
+        sources.update({k: paired_run for k in missing})
+    stored = {run: _Stored(_correlation_rows(settings, version.name, run, level),
+                           _p_values(settings, version.name, run, level)) for run in set(sources.values())}
+    findings = []
+    for key, (entry, best_row) in sorted(best.items()):
+        finding = _finding(version, level, key, digest, own_rows[key]["signature"], entry, best_row["signature"],
+                           sources[key], stored[sources[key]], alpha)
+        if finding is not None:
+            findings.append(finding)
+    return findings
+
+
+def _paired_evaluation(settings: Settings, version: _Version, level: str, own: _Evaluated,
+                       own_rows: dict[CellKey, dict[str, Any]], best: dict[CellKey, tuple[_Evaluated, dict[str, Any]]],
+                       n_resamples: int, seed: int, alpha: float) -> str:
+    """One evaluation of the checkpoint's signature beside its baselines' (same protocol and excluded
+    groups as its own run); returns the new run's id."""
+    with session_scope(settings) as session:
+        run = session.get(Run, own.evaluate_run_id)
+        parameters = dict(run.parameters or {}) if run is not None else {}
+    own_signature = next(iter(own_rows.values()))["signature"]
+    signatures = [own_signature, *sorted({row["signature"] for _, row in best.values()})]
+    result = evaluate(version.label, level=level, metrics=signatures, statistics=sorted({k[2] for k in best}),
+                      seed=seed, n_resamples=n_resamples, alpha=alpha, protocol=parameters.get("protocol"),
+                      exclude_groups=list(parameters.get("exclude_groups") or []), settings=settings)
+    return str(result["run_id"])
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """What one evaluation run stored at one level: correlation rows and pairwise p-values."""
+
+    rows: list[dict[str, Any]]
+    p_values: dict[tuple[str, str, str, str, str], tuple[float, str]]
+
+
+def _finding(version: _Version, level: str, key: CellKey, digest: str, signature: str, baseline: _Evaluated,
+             baseline_signature: str, run_id: str, stored: _Stored, alpha: float) -> Finding | None:
+    """The comparison of one cell from the stored rows of ``run_id``; None when either value or
+    the pair's test is undefined there."""
+    values = {r["signature"]: r["value"] for r in stored.rows if (r["group"], r["aspect"], r["statistic"]) == key}
+    value, baseline_value = values.get(signature), values.get(baseline_signature)
+    if value is None or baseline_value is None:
+        return None
+    p_values = stored.p_values
+    group, aspect, statistic = key
+    worse = value < baseline_value
+    higher, lower = (baseline_signature, signature) if worse else (signature, baseline_signature)
+    # equal values: evaluate ranks ties in either order
+    found = p_values.get((group, aspect, statistic, higher, lower)) or \
+        p_values.get((group, aspect, statistic, lower, higher))
+    if found is None:
+        return None
+    p_value, test = found
+    return Finding(
+        checkpoint_digest=digest, baseline_digest=baseline.checkpoint_digest, dataset=version.label,
+        dataset_version_id=version.id, level=level, group=group, aspect=aspect, statistic=statistic,
+        value=float(value), baseline_value=float(baseline_value), p_value=float(p_value), test=str(test),
+        regression=bool(worse and p_value < alpha), signature=signature, baseline_signature=baseline_signature,
+        evaluate_run_id=run_id,
+    )
+
+
+# --- the catalog ----------------------------------------------------------------------------------
+
+def record(settings: Settings, findings: Iterable[Finding], *, suite_signature: str, run_id: str | None) -> int:
+    """Write the regressions among ``findings``; returns how many rows were written.
+
+    Every compared cell's earlier verdict for this checkpoint and suite signature is replaced (one
+    transaction: delete, then insert), so recording the same comparison twice writes no duplicate
+    and a cell that is no longer a regression loses its row. The checkpoint's ledger rows are
+    locked for the transaction (``SELECT ... FOR UPDATE`` on PostgreSQL) so two recorders of one
+    checkpoint take turns.
+    """
+    _check_suite_signature(suite_signature)
+    if run_id is not None and not _RUN_ID.fullmatch(str(run_id)):
+        raise UsageError(f"run id {run_id!r} is not a run id (hex digits and '-')")
+    chosen = list(findings)
+    for f in chosen:
+        if not isinstance(f, Finding):
+            raise UsageError(f"{f!r} is not a Finding (from compare_with_best)")
+        _check_digest(f.checkpoint_digest)
+        _check_digest(f.baseline_digest)
+    if not chosen:
+        return 0
+    written = 0
+    with session_scope(settings) as session:
+        digests = sorted({f.checkpoint_digest for f in chosen})
+        session.execute(select(SuiteEvaluation.id).where(
+            SuiteEvaluation.checkpoint_digest.in_(digests),
+            SuiteEvaluation.suite_signature == suite_signature).with_for_update()).all()
+        cells = [and_(Regression.checkpoint_digest == f.checkpoint_digest,
+                      Regression.dataset_version_id == f.dataset_version_id, Regression.level == f.level,
+                      Regression.group == group_key(f.group, f.aspect), Regression.statistic == f.statistic)
+                 for f in chosen]
+        session.execute(delete(Regression).where(Regression.suite_signature == suite_signature, or_(*cells)))
+        for f in chosen:
+            if f.regression:
+                session.add(Regression(
+                    checkpoint_digest=f.checkpoint_digest, baseline_digest=f.baseline_digest,
+                    suite_signature=suite_signature, dataset_version_id=f.dataset_version_id, level=f.level,
+                    group=group_key(f.group, f.aspect), statistic=f.statistic, value=f.value,
+                    baseline_value=f.baseline_value, p_value=f.p_value, test=f.test, run_id=run_id))
+                written += 1
+    return written
+
+
+def list_regressions(settings: Settings, *, checkpoint: str | None = None) -> list[dict[str, Any]]:
+    """Recorded regressions, newest first, with the checkpoints' and baselines' names (lineage
+    text) and the dataset version's label; ``checkpoint`` (a name or digest prefix, resolved by
+    :func:`assay.checkpoints.find`) keeps one checkpoint's."""
+    labels = labels_by_digest(settings)
+    with session_scope(settings) as session:
+        query = select(Regression, DatasetVersion).join(DatasetVersion,
+                                                        DatasetVersion.id == Regression.dataset_version_id)
+        if checkpoint is not None:
+            row: Checkpoint = find(session, checkpoint)
+            query = query.where(Regression.checkpoint_digest == row.digest)
+        found = session.execute(query.order_by(Regression.created_at.desc(), Regression.id.desc())).all()
+        out = []
+        for reg, version in found:
+            group, aspect = split_group_key(reg.group)
+            mine, base = labels.get(reg.checkpoint_digest), labels.get(reg.baseline_digest)
+            out.append({
+                "checkpoint": mine["name"] if mine else None,
+                "checkpoint_lineage": lineage_text(mine) if mine else None,
+                "checkpoint_digest": reg.checkpoint_digest,
+                "baseline": base["name"] if base else None,
+                "baseline_lineage": lineage_text(base) if base else None,
+                "baseline_digest": reg.baseline_digest,
+                "suite_signature": reg.suite_signature,
+                "dataset": version.label, "dataset_version_id": reg.dataset_version_id,
+                "dataset_digest": version.digest, "level": reg.level, "group": group, "aspect": aspect,
+                "statistic": reg.statistic, "value": reg.value, "baseline_value": reg.baseline_value,
+                "p_value": reg.p_value, "test": reg.test, "run_id": reg.run_id,
+                "created_at": reg.created_at.isoformat() if reg.created_at else None,
+            })
+        return out

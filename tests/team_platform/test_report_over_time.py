@@ -1,0 +1,143 @@
+"""The report's "Nightly: correlation over time" section, from a real small nightly state.
+
+The bundled WMT-shaped demo (2 language pairs x 3 systems x 6 segments) is scored by three
+checkpoints on a tiny RANDOM encoder (tests/team_platform/nightly_support.py): ``fit`` (head fitted
+by least squares on the demo: the best by construction), ``flipped`` (``fit`` negated: clearly
+worse) and ``other`` (a random head; its own lineage). The nightly evaluations finish on three
+different days; the regression check (assay.regressions) runs after each and is recorded.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.config import load_settings
+from assay.evaluation import evaluate
+from assay.fixtures import fixtures_dir
+from assay.ingest import ingest_path
+from assay.metrics.registry import MetricSpec
+from assay.regressions import compare_with_best, list_regressions, record, suite_cells
+from assay.report import build_report
+from assay.scoring import score_dataset
+from tests.report_support import open_page, require_browser
+from tests.robustness_support import save_tiny_encoder, use_home
+from tests.team_platform.nightly_support import (
+    add_ledger_row,
+    add_suite,
+    least_squares_checkpoint,
+    negated_checkpoint,
+)
+
+T0 = datetime(2026, 11, 20, 2, 0, tzinfo=UTC)
+SUITE_NAME = 'team<script>alert("x")</script>&co'  # a hostile name, inserted as it is
+
+
+@pytest.fixture(scope="module")
+def nightly_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    from assay.workers.checkpoint import create_from_encoder
+    from assay.workers.checkpoint_registry import register_folder
+
+    home = tmp_path_factory.mktemp("nightly_home")
+    folders = tmp_path_factory.mktemp("checkpoints")
+    with pytest.MonkeyPatch.context() as mp:
+        use_home(mp, home)
+        settings = load_settings()
+        ingest_path(fixtures_dir() / "demo-wmt")
+        dataset = "wmt99@1"
+        encoder = save_tiny_encoder(folders / "tiny-random-bert")
+        base = create_from_encoder(encoder, folders / "base", seed=1)
+        fit = least_squares_checkpoint(base, folders / "fit", settings, dataset)
+        flipped = negated_checkpoint(fit, folders / "flipped")
+        other = create_from_encoder(encoder, folders / "other", seed=2)
+        digests, signatures = {}, {}
+        for name, folder in (("base", base), ("fit", fit), ("flipped", flipped), ("other", other)):
+            digests[name] = register_folder(settings, folder, name=name).digest
+            signatures[name] = score_dataset(dataset, MetricSpec("bleurt", {"checkpoint": str(folder)}))["signature"]
+        suite_id, suite_signature = add_suite(settings, SUITE_NAME, {"datasets": [dataset], "levels": ["seg"],
+                                                                     "statistics": ["pearson", "kendall"]})
+        cells = suite_cells([dataset], ["seg"], ["pearson", "kendall"])
+        runs = {}
+        for day, name in enumerate(("fit", "flipped", "other")):
+            run = evaluate(dataset, level="seg", metrics=[signatures[name]], statistics=["pearson", "kendall"],
+                           n_resamples=200)
+            runs[name] = run["run_id"]
+            add_ledger_row(settings, suite_id=suite_id, suite_signature=suite_signature,
+                           checkpoint_digest=digests[name], dataset=dataset, evaluate_run_id=run["run_id"],
+                           finished_at=T0 + timedelta(days=day))
+            findings = compare_with_best(settings, checkpoint_digest=digests[name], suite_signature=suite_signature,
+                                         entries=cells, n_resamples=200)
+            record(settings, findings, suite_signature=suite_signature, run_id=None)
+        yield {"home": home, "signatures": signatures, "runs": runs, "digests": digests}
+
+
+@pytest.fixture
+def state(nightly_home: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    use_home(monkeypatch, nightly_home["home"])
+    return nightly_home
+
+
+def _section(html: str) -> str:
+    start = html.index('<section id="sec-nightly"')
+    return html[start:html.index("</section>", start)]
+
+
+def test_the_section_charts_each_lineage_over_time_with_regressions(state: dict[str, Any], tmp_path: Path) -> None:
+    html = build_report(tmp_path).read_text(encoding="utf-8")
+    section = _section(html)
+    regressions = list_regressions(load_settings())
+    # flipped is the negation of the best (fit): a regression on both statistics by construction
+    flipped = [r for r in regressions if r["checkpoint"] == "flipped"]
+    assert sorted(r["statistic"] for r in flipped) == ["kendall", "pearson"]
+    assert all(r["baseline"] == "fit" and r["group"] == "all" for r in flipped)
+    # one chart per statistic, on the mean over the two language pairs
+    assert section.count('class="chart chart-nightly"') == 2
+    charts = re.findall(r'<svg class="chart chart-nightly".*?</svg>', section, flags=re.S)
+    for chart in charts:
+        # fit and flipped descend from base: one line through two points; other is its own lineage
+        lines = re.findall(r'<polyline class="line" points="([^"]*)"', chart)
+        assert sorted(len(points.split()) for points in lines) == [1, 2]
+        assert chart.count('class="vertex"') == 3
+        assert ">base</text>" in chart and ">other</text>" in chart  # the lineages' labels
+        statistic = "Pearson r" if "Pearson r" in chart else "Kendall"
+        marked = [r for r in regressions if ("Pearson" in statistic) == (r["statistic"] == "pearson")]
+        assert chart.count('<g class="reference">') == len(marked) >= 1
+        assert chart.count(">regression</text>") == len(marked)
+    # the table lists every recorded regression with its p-value
+    table = section[section.index('<table class="data regressions"'):]
+    assert table.count("<tr><th scope=\"row\">") == len(regressions)
+    for r in regressions:
+        assert f"<td>{r['p_value']:.3g}</td>" in table
+    assert "flipped (finetune of fit)" in table
+    # every evaluation run and signature is cited; days since the first evaluation on the x axis
+    for name, run_id in state["runs"].items():
+        assert f"signature: {state['signatures'][name]}" in section and run_id in html
+    assert "days since 2026-11-20 02:00 UTC" in section
+    # the hostile suite name is escaped wherever it appears
+    assert '<script>alert("x")' not in html
+    assert "team&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;co" in section
+
+
+def test_the_section_renders_in_chromium(state: dict[str, Any], tmp_path: Path) -> None:
+    executable = require_browser()
+    index = build_report(tmp_path)
+    with open_page(index.as_uri(), executable) as (page, log):
+        assert page.locator("#sec-nightly svg.chart-nightly").count() == 2
+        assert page.locator("#sec-nightly table.regressions tbody tr").count() == len(list_regressions(load_settings()))
+        vertex = page.locator("#sec-nightly svg.chart-nightly").first.locator("circle.vertex").first
+        vertex.hover()
+        tooltip = page.locator("#tooltip")
+        tooltip.wait_for(state="visible", timeout=5000)
+        assert "signature: bleurt|checkpoint:" in tooltip.inner_text()
+        assert log.errors == [] and log.console_errors == [] and log.failed_requests == []
+
+
+def test_no_ledger_rows_no_section(tmp_path: Path) -> None:
+    ingest_path(fixtures_dir() / "demo-wmt")
+    html = build_report(tmp_path).read_text(encoding="utf-8")
+    assert 'id="sec-nightly"' not in html and "Nightly" not in html
