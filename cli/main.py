@@ -40,6 +40,7 @@ def _register_commands() -> None:
         catalog_commands,
         checkpoint_commands,
         dataset_commands,
+        deploy_commands,
         drift_commands,
         eval_commands,
         job_commands,
@@ -47,13 +48,15 @@ def _register_commands() -> None:
         robustness_commands,
         score_commands,
         server_commands,
+        suite_commands,
         synth_commands,
         train_commands,
     )
 
     modules = (catalog_commands, checkpoint_commands, dataset_commands, job_commands, score_commands,
                eval_commands, drift_commands, report_commands, server_commands, synth_commands,
-               train_commands, robustness_commands)
+               train_commands, robustness_commands, deploy_commands,
+               suite_commands)
     for module in modules:
         module.register(cli)
 

@@ -28,6 +28,8 @@ FLOWS = {
     "robustness-webnlg": ("robustness", "robustness_webnlg_flow"),
     "train": ("train", "train_flow"),
     "synthesize": ("synthesize", "synthesize_flow"),
+    "nightly": ("nightly", "nightly_flow"),
+    "evaluate-checkpoint": ("checkpoint_eval", "evaluate_checkpoint_flow"),
 }
 
 

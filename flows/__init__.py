@@ -16,3 +16,12 @@ def _flow_run_id() -> str | None:
 
 
 set_flow_run_id_provider(_flow_run_id)
+
+
+def _announce_registrations() -> None:
+    from assay.flows import events
+
+    events.install()
+
+
+_announce_registrations()

@@ -16,7 +16,7 @@ names, resolves references and writes rows, so the registry is usable without to
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,10 +87,32 @@ class Registered:
                 "notes": list(self.notes)}
 
 
+#: called with each checkpoint newly registered in this process (never for a no-op); the flow layer
+#: installs one that emits the ``assay.checkpoint.registered`` event (the platform never imports Prefect)
+_registration_listeners: list[Callable[[Registered], None]] = []
+
+
+def add_registration_listener(listener: Callable[[Registered], None]) -> None:
+    """Call ``listener(registered)`` after every registration that created a catalog row. Adding
+    the same listener twice is a no-op. A listener's failure is its own business: it must not
+    raise (the row is committed by then)."""
+    if listener not in _registration_listeners:
+        _registration_listeners.append(listener)
+
+
 def register(settings: Settings, facts: CheckpointFacts, *, name: str | None = None,
              run_id: str | None = None) -> Registered:
     """Record ``facts`` under ``name`` (default: from the folder name, with the digest appended
-    when another checkpoint already has it). The same digest again is a no-op."""
+    when another checkpoint already has it). The same digest again is a no-op. A new row is
+    announced to the registration listeners (:func:`add_registration_listener`)."""
+    registered = _register(settings, facts, name=name, run_id=run_id)
+    if registered.created:
+        for listener in list(_registration_listeners):
+            listener(registered)
+    return registered
+
+
+def _register(settings: Settings, facts: CheckpointFacts, *, name: str | None, run_id: str | None) -> Registered:
     if name is not None:
         validate_checkpoint_name(name)
     if not re.fullmatch(r"[0-9a-f]{64}", facts.digest):

@@ -1,0 +1,103 @@
+"""The ``evaluate-checkpoint`` flow: one (checkpoint, suite dataset) of the nightly evaluation,
+exactly once.
+
+One flow run per work item (a checkpoint digest x a dataset version x a suite signature, see
+:class:`assay.evaluation_ledger.WorkItem`), dispatched by the ``nightly`` flow to the ``gpu`` work
+pool. The run first claims the item in the catalog's ledger; a claim that fails (the item is
+completed, failed on bad input, or running elsewhere) ends the run at once with nothing done. Then
+it scores the dataset with the checkpoint (the ``score`` flow: its parts are resumable, so a retry
+after a crash computes only what the killed run had not written), evaluates the suite's levels and
+statistics for that checkpoint's signature, and completes the ledger row.
+
+A crash (the process killed, the host lost) leaves the row ``running``; the nightly sweep's
+reconciler (:func:`assay.flows.nightly.reconcile_task`) asks Prefect about its flow run, marks it
+``crashed`` and dispatches it again, up to the ledger's attempt limit. Bad input fails the row for
+good: a retry would fail the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow, task
+from prefect.runtime import flow_run
+
+from assay import evaluation_ledger as ledger
+from assay.config import load_settings
+from assay.errors import AssayError
+from assay.flows.retry_policy import TRANSIENT_RETRIES, retry_transient
+from assay.suites import get_suite
+
+
+def checkpoint_metric(item: ledger.WorkItem) -> dict[str, Any]:
+    """The metric spec that scores with the item's checkpoint (the BLEURT-style metric)."""
+    return {"name": "bleurt", "params": {"checkpoint": item.checkpoint_path}}
+
+
+@task(name="claim-work-item", task_run_name="claim {item[checkpoint_name]} on {item[dataset]}",
+      retries=TRANSIENT_RETRIES, retry_condition_fn=retry_transient)
+def claim_task(item: dict[str, Any], flow_run_id: str | None) -> dict[str, Any] | None:
+    claim = ledger.claim(load_settings(), ledger.WorkItem.from_dict(item), flow_run_id=flow_run_id)
+    return None if claim is None else claim.as_dict()
+
+
+@task(name="evaluate-suite-entry", task_run_name="evaluate {dataset} {level}",
+      retries=TRANSIENT_RETRIES, retry_condition_fn=retry_transient)
+def evaluate_entry_task(dataset: str, level: str, signature: str, statistics: list[str],
+                        exclude_groups: list[str]) -> dict[str, Any]:
+    from assay.evaluation import evaluate
+
+    result = evaluate(dataset, level=level, metrics=[signature], statistics=statistics,
+                      exclude_groups=exclude_groups)
+    return {"run_id": result["run_id"], "level": level, "rows": len(result["rows"]),
+            "correlations": [{k: row[k] for k in ("group", "statistic", "value")} for row in result["rows"]
+                             if row.get("aspect") in (None, "", "all")][:200]}
+
+
+@task(name="complete-work-item", retries=TRANSIENT_RETRIES, retry_condition_fn=retry_transient)
+def complete_task(claim: dict[str, Any], score_run_id: str | None, evaluate_run_ids: list[str],
+                  summary: dict[str, Any]) -> None:
+    ledger.complete(load_settings(), ledger.Claim.from_dict(claim), score_run_id=score_run_id,
+                    evaluate_run_id=evaluate_run_ids[0] if evaluate_run_ids else None, summary=summary)
+
+
+@task(name="fail-work-item", retries=TRANSIENT_RETRIES, retry_condition_fn=retry_transient)
+def fail_task(claim: dict[str, Any], error: str) -> None:
+    ledger.fail(load_settings(), ledger.Claim.from_dict(claim), error)
+
+
+@flow(name="evaluate-checkpoint", flow_run_name="evaluate {item[checkpoint_name]} on {item[dataset]}")
+def evaluate_checkpoint_flow(item: dict[str, Any], shard_size: int = 2000) -> dict[str, Any]:
+    """Score and evaluate one work item unless it is already done or taken; returns what happened."""
+    from assay.flows.score import score_flow
+
+    work = ledger.WorkItem.from_dict(item)
+    claim = claim_task(item, str(flow_run.id) if flow_run.id else None)
+    if claim is None:
+        return {"status": "skipped", "reason": "completed, failed or running elsewhere", **_key(work)}
+    suite = get_suite(load_settings(), f"{work.suite_name}@{work.suite_version}")
+    entry = next((e for e in suite.entries if e.dataset_digest == work.dataset_digest), None)
+    try:
+        if entry is None:
+            raise AssayError(f"suite {suite.name}@{suite.version} has no dataset with digest "
+                             f"{work.dataset_digest[:12]}")
+        scored = score_flow(work.dataset, checkpoint_metric(work), shard_size=shard_size, progress=False)
+        # groups outside the checkpoint's languages were not scored (the score summary says which):
+        # they are left out of its evaluation, as `assay evaluate --exclude-group` would
+        excluded = sorted(set(entry.exclude_groups) | set(scored.get("excluded_groups") or {}))
+        evaluated = [evaluate_entry_task(work.dataset, level, scored["signature"], list(entry.statistics_for(level)),
+                                         excluded)
+                     for level in entry.levels if entry.statistics_for(level)]
+    except AssayError as exc:  # bad input: failed for good (a crash never gets here)
+        fail_task(claim, f"{type(exc).__name__}: {exc}")
+        raise
+    summary = {"signature": scored["signature"], "computed": scored.get("computed", 0), "excluded_groups": excluded,
+               "cached": scored.get("cached", 0), "evaluations": evaluated}
+    complete_task(claim, scored.get("run_id"), [e["run_id"] for e in evaluated], summary)
+    return {"status": "completed", **_key(work), "signature": scored["signature"],
+            "computed": summary["computed"], "cached": summary["cached"]}
+
+
+def _key(work: ledger.WorkItem) -> dict[str, Any]:
+    return {"checkpoint": work.checkpoint_name, "checkpoint_digest": work.checkpoint_digest,
+            "dataset": work.dataset, "suite": f"{work.suite_name}@{work.suite_version}"}

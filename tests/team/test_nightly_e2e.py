@@ -1,0 +1,222 @@
+"""The team setup end to end on loopback, nothing mocked (issue 9's "Done when").
+
+One real ``prefect server start`` on its own PostgreSQL database, the catalog on another PostgreSQL
+database, a shared store in a temporary folder, ``assay deploy``, and two real process workers
+(``cpu`` and ``gpu``; the ``gpu`` one runs on this machine's CPU). Then:
+
+1. **event**: ``assay checkpoints register`` announces checkpoint A; the deployment trigger runs the
+   ``nightly`` deployment for it, which dispatches ``evaluate-checkpoint`` to the ``gpu`` pool. No
+   manual run.
+2. **schedule**: checkpoint B is written into a watched folder (not registered), and ``assay deploy
+   --cron`` moves the nightly schedule to the next minutes. The schedule fires (a real scheduled
+   run, not ``prefect deployment run``): the sweep registers B and evaluates it.
+3. **leaderboard**: both checkpoints, with their lineage; the ledger holds one completed row each.
+4. **kill**: checkpoint C (the real MiniLM encoder, so scoring takes a while) is registered; while its
+   evaluation is scoring, the ``gpu`` worker and its flow-run process get SIGKILL. The zombie
+   automation marks the run Crashed (the time is printed and bounded); a restarted worker completes
+   the retry; the store holds exactly one row per (signature, segment); the catalog records the
+   killed scoring run as crashed.
+
+The checkpoints A and B are tiny RANDOM BERT models (tests/robustness_support.py); C wraps the real
+embedded MiniLM with a randomly initialised rating head. Their correlations mean nothing; the
+plumbing is what is tested.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from tests.conftest import PG_ADMIN_URL
+from tests.robustness_support import save_tiny_encoder
+from tests.team_platform.nightly_support import negated_checkpoint
+from tests.team.workers import Worker, read_flow_runs, run_assay, wait_for
+from tests.team_server import start_team_server
+
+pytestmark = pytest.mark.timeout(900)
+
+#: the zombie automation's window (seconds without a heartbeat); heartbeats come every 30 s
+ZOMBIE_AFTER_S = 60
+#: a killed run must be marked Crashed within this long (the window, a heartbeat, the trigger loop)
+CRASH_BOUND_S = ZOMBIE_AFTER_S + 30 + 60
+
+
+@pytest.fixture(scope="module")
+def team(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Iterator[dict[str, Any]]:
+    root = tmp_path_factory.mktemp("team")
+    server = start_team_server(root / "server", extra_env={"PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "5"})
+    catalog_db = f"assay_catalog_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{catalog_db}"'))
+    workers: list[Worker] = []
+    try:
+        env = server.client_env()
+        for key in [k for k in env if k.startswith("ASSAY_")]:
+            env.pop(key)
+        env.update({
+            "ASSAY_HOME": str(root / "store"),
+            "ASSAY_CATALOG_URL": PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{catalog_db}",
+            "PREFECT_HOME": str(root / "prefect_client"),
+            "PREFECT_WORKER_QUERY_SECONDS": "2",
+            "PREFECT_WORKER_HEARTBEAT_SECONDS": "10",
+            "PREFECT_LOGGING_LEVEL": "INFO",
+        })
+        run_assay(env, "db", "upgrade")
+        ingested = json.loads(run_assay(env, "ingest", str(shared_data / "wmt16-da-seg"), "--json").stdout)
+        dataset = f"{ingested['name']}@{ingested['version']}"
+        run_assay(env, "suite", "define", "nightly", "--entry", f"{dataset}:seg:kendall,pearson")
+        deployed = json.loads(run_assay(env, "deploy", "--zombie-after", str(ZOMBIE_AFTER_S), "--debounce", "30",
+                                        "--settle", "2", "--json").stdout)
+        for pool in ("cpu", "gpu"):
+            log = root / f"worker-{pool}.log"
+            workers.append(Worker(pool, env, log).start())
+        yield {"server": server, "env": env, "root": root, "dataset": dataset, "deployed": deployed,
+               "workers": {w.pool: w for w in workers}}
+    finally:
+        for worker in workers:
+            worker.stop()
+        server.stop()
+        with admin.connect() as conn:
+            conn.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                              "WHERE datname = :n AND pid <> pg_backend_pid()"), {"n": catalog_db})
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{catalog_db}"'))
+        admin.dispose()
+
+
+def _make_checkpoint(folder: Path, *, seed: int, encoder: Path | None) -> Path:
+    from assay.workers.checkpoint import create_from_encoder
+
+    return create_from_encoder(encoder, folder, seed=seed)
+
+
+def _status(env: dict[str, str]) -> dict[str, Any]:
+    return json.loads(run_assay(env, "nightly", "status", "--json").stdout)  # type: ignore[no-any-return]
+
+
+def _completed(env: dict[str, str], name: str) -> dict[str, Any] | None:
+    return next((row for row in _status(env)["completed"] if row["checkpoint_name"] == name), None)
+
+
+def test_deploy_is_idempotent(team: dict[str, Any]) -> None:
+    first = {(c["kind"], c["name"]): c["action"] for c in team["deployed"]["changes"]}
+    assert {"created"} == set(first.values()), first
+    assert ("work pool", "gpu") in first and ("deployment", "nightly/nightly") in first
+    again = json.loads(run_assay(team["env"], "deploy", "--zombie-after", str(ZOMBIE_AFTER_S), "--debounce", "30",
+                                 "--settle", "2", "--json").stdout)
+    assert {c["action"] for c in again["changes"]} == {"unchanged"}
+    from prefect.client.orchestration import get_client
+
+    with team["server"].settings(), get_client(sync_client=True) as client:
+        gpu = client.read_work_pool("gpu")
+        assert gpu.type == "process" and gpu.concurrency_limit == 1
+        nightly = client.read_deployment_by_name("nightly/nightly")
+        assert [(getattr(s.schedule, "cron", None), getattr(s.schedule, "timezone", None)) for s in nightly.schedules] == [("0 2 * * *", "UTC")]
+        names = {a.name for a in client.read_automations()}
+        assert {"assay: crash zombie flow runs", "assay: evaluate registered checkpoints",
+                "assay: retry crashed evaluations"} <= names
+
+
+def test_event_then_schedule_then_leaderboard(team: dict[str, Any], tmp_path: Path) -> None:
+    env, server = team["env"], team["server"]
+    encoder = save_tiny_encoder(tmp_path / "tiny-encoder")
+
+    # 1. the event path: registering announces the checkpoint; nothing is run by hand
+    a = _make_checkpoint(tmp_path / "ckpt-a", seed=1, encoder=encoder)
+    registered = time.monotonic()
+    run_assay(env, "checkpoints", "register", str(a), "--name", "nightly-a")
+    row = wait_for(lambda: _completed(env, "nightly-a"), 300, "checkpoint A's evaluation through the event trigger",
+                   interval=3)
+    print(f"event -> evaluated: {time.monotonic() - registered:.1f} s")
+    event_runs = [r for r in read_flow_runs(server.url, "nightly/nightly") if r.parameters.get("reason") == "event"]
+    assert event_runs and not any(r.auto_scheduled for r in event_runs)
+    assert row["attempts"] == 1
+
+    # 2. the schedule path: B lands in a watched folder; the nightly schedule is moved to the next minutes
+    watched = tmp_path / "watched"
+    watched.mkdir()
+    run_assay(env, "checkpoints", "watch", str(watched))
+    # B is derived from A (its head negated), so the registry records it as "finetune of nightly-a"
+    negated_checkpoint(a, watched / "nightly-b")
+    fire = datetime.now(UTC) + timedelta(minutes=2)
+    run_assay(env, "deploy", "--zombie-after", str(ZOMBIE_AFTER_S), "--debounce", "30", "--settle", "2",
+              "--cron", f"{fire.minute} {fire.hour} * * *")
+    scheduled = wait_for(lambda: [r for r in read_flow_runs(server.url, "nightly/nightly")
+                                  if r.auto_scheduled and r.state and r.state.is_completed()],
+                         240, "the scheduled nightly run to complete", interval=5)
+    assert scheduled[0].parameters["reason"] == "schedule"
+    b_row = wait_for(lambda: _completed(env, "nightly-b"), 120, "checkpoint B's evaluation", interval=3)
+    assert b_row["attempts"] == 1
+
+    # 3. the leaderboard names both checkpoints with their lineage
+    board = json.loads(run_assay(env, "leaderboard", "--dataset", team["dataset"], "--json").stdout)
+    labels = {r["checkpoint"] for r in board if r.get("checkpoint")}
+    assert "nightly-a (create_from_encoder)" in labels and "nightly-b (finetune of nightly-a)" in labels
+    # exactly once: one completed ledger row per checkpoint, however many sweeps ran
+    names = [r["checkpoint_name"] for r in _status(env)["completed"]]
+    assert names.count("nightly-a") == 1 and names.count("nightly-b") == 1
+
+
+def test_killed_gpu_worker_crashes_and_the_retry_completes(team: dict[str, Any], tmp_path: Path) -> None:
+    import pyarrow.dataset as ds
+
+    env, server, gpu = team["env"], team["server"], team["workers"]["gpu"]
+    c = _make_checkpoint(tmp_path / "ckpt-c", seed=3, encoder=None)  # the real MiniLM: slower scoring
+    run_assay(env, "checkpoints", "register", str(c), "--name", "nightly-c")
+    store = Path(env["ASSAY_HOME"])
+
+    def scoring_run() -> Any:
+        runs = [r for r in read_flow_runs(server.url, "evaluate-checkpoint/evaluate-checkpoint")
+                if "nightly-c" in (r.name or "") and r.state and r.state.is_running()]
+        return runs[0] if runs else None
+
+    victim = wait_for(scoring_run, 300, "checkpoint C's evaluation to start", interval=2)
+    before = set(store.glob("results/segment_scores/metric=bleurt/sig=*/part-*.parquet"))
+    wait_for(lambda: set(store.glob("results/segment_scores/metric=bleurt/sig=*/part-*.parquet")) - before, 300,
+             "the first scored part of checkpoint C", interval=0.5)
+    gpu.kill_hard([str(victim.id)])
+    killed = time.monotonic()
+
+    def crashed() -> Any:
+        from prefect.client.orchestration import get_client
+
+        with server.settings(), get_client(sync_client=True) as client:
+            state = client.read_flow_run(victim.id).state
+        return state if state and state.is_crashed() else None
+
+    state = wait_for(crashed, CRASH_BOUND_S, "the killed run to be marked Crashed", interval=2)
+    crashed_after = time.monotonic() - killed
+    print(f"killed -> Crashed in {crashed_after:.1f} s (bound {CRASH_BOUND_S} s): {state.message}")
+    gpu.start()
+    row = wait_for(lambda: _completed(env, "nightly-c"), 420, "the retry of checkpoint C to complete", interval=3)
+    assert row["attempts"] == 2
+
+    signature = row["summary"]["signature"]
+    parts = [str(p) for p in store.glob("results/segment_scores/metric=bleurt/sig=*/part-*.parquet")]
+    table = ds.dataset(parts, format="parquet").to_table(columns=["signature", "key"],
+                                                         filter=ds.field("signature") == signature)
+    keys = table.column("key").to_pylist()
+    assert len(keys) == len(set(keys)) > 0, "exactly one row per (signature, segment)"
+    catalog = create_engine(env["ASSAY_CATALOG_URL"])
+    with catalog.connect() as conn:
+        statuses = [r[0] for r in conn.execute(text(
+            "SELECT status FROM runs WHERE kind = 'score' AND CAST(inputs AS TEXT) LIKE :sig"),
+            {"sig": f"%{signature}%"})]
+    catalog.dispose()
+    assert "crashed" in statuses and "completed" in statuses, statuses
+    assert "running" not in statuses
+    # the killed run's slot on the gpu pool was released: nothing of it is left running
+    from prefect.client.orchestration import get_client
+
+    with server.settings(), get_client(sync_client=True) as client:
+        assert client.read_work_pool("gpu").concurrency_limit == 1
+    assert not [r for r in read_flow_runs(server.url, "evaluate-checkpoint/evaluate-checkpoint")
+                if r.state and r.state.is_running()]
