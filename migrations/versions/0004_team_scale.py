@@ -70,6 +70,7 @@ def upgrade() -> None:
         sa.Column("dataset_version_id", sa.Integer(), sa.ForeignKey("dataset_versions.id"), nullable=False),
         sa.Column("level", sa.String(16), nullable=False),
         sa.Column("group", sa.String(128), nullable=False),
+        sa.Column("aspect", sa.String(64), nullable=False),
         sa.Column("statistic", sa.String(32), nullable=False),
         sa.Column("value", sa.Float(), nullable=False),
         sa.Column("baseline_value", sa.Float(), nullable=False),

@@ -41,8 +41,7 @@ regression test); when it is at least as good, the p-value of its improvement. `
 
 Catalog. :func:`record` writes one ``regressions`` row per regression; recording a comparison again
 replaces the verdicts of the cells it compares (delete, then insert, in one transaction), so the
-same comparison recorded twice leaves the same rows. The table has no aspect column: a row's
-``group`` holds ``<group>|<aspect>`` (:func:`group_key`), which :func:`list_regressions` splits.
+same comparison recorded twice leaves the same rows.
 """
 
 from __future__ import annotations
@@ -72,10 +71,8 @@ __all__ = [
     "Finding",
     "SuiteCell",
     "compare_with_best",
-    "group_key",
     "list_regressions",
     "record",
-    "split_group_key",
     "suite_cells",
 ]
 
@@ -133,17 +130,6 @@ class Finding:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def group_key(group: str, aspect: str) -> str:
-    """The ``regressions.group`` value of a (group, aspect) cell: ``<group>|<aspect>``."""
-    return f"{group}|{aspect}"
-
-
-def split_group_key(key: str) -> tuple[str, str]:
-    """(group, aspect) of a ``regressions.group`` value (the aspect is after the last ``|``)."""
-    group, sep, aspect = key.rpartition("|")
-    return (group, aspect) if sep else (key, "")
 
 
 # --- input checks ---------------------------------------------------------------------------------
@@ -418,7 +404,8 @@ def record(settings: Settings, findings: Iterable[Finding], *, suite_signature: 
             SuiteEvaluation.suite_signature == suite_signature).with_for_update()).all()
         cells = [and_(Regression.checkpoint_digest == f.checkpoint_digest,
                       Regression.dataset_version_id == f.dataset_version_id, Regression.level == f.level,
-                      Regression.group == group_key(f.group, f.aspect), Regression.statistic == f.statistic)
+                      Regression.group == f.group, Regression.aspect == f.aspect,
+                      Regression.statistic == f.statistic)
                  for f in chosen]
         session.execute(delete(Regression).where(Regression.suite_signature == suite_signature, or_(*cells)))
         for f in chosen:
@@ -426,7 +413,7 @@ def record(settings: Settings, findings: Iterable[Finding], *, suite_signature: 
                 session.add(Regression(
                     checkpoint_digest=f.checkpoint_digest, baseline_digest=f.baseline_digest,
                     suite_signature=suite_signature, dataset_version_id=f.dataset_version_id, level=f.level,
-                    group=group_key(f.group, f.aspect), statistic=f.statistic, value=f.value,
+                    group=f.group, aspect=f.aspect, statistic=f.statistic, value=f.value,
                     baseline_value=f.baseline_value, p_value=f.p_value, test=f.test, run_id=run_id))
                 written += 1
     return written
@@ -446,7 +433,6 @@ def list_regressions(settings: Settings, *, checkpoint: str | None = None) -> li
         found = session.execute(query.order_by(Regression.created_at.desc(), Regression.id.desc())).all()
         out = []
         for reg, version in found:
-            group, aspect = split_group_key(reg.group)
             mine, base = labels.get(reg.checkpoint_digest), labels.get(reg.baseline_digest)
             out.append({
                 "checkpoint": mine["name"] if mine else None,
@@ -457,7 +443,7 @@ def list_regressions(settings: Settings, *, checkpoint: str | None = None) -> li
                 "baseline_digest": reg.baseline_digest,
                 "suite_signature": reg.suite_signature,
                 "dataset": version.label, "dataset_version_id": reg.dataset_version_id,
-                "dataset_digest": version.digest, "level": reg.level, "group": group, "aspect": aspect,
+                "dataset_digest": version.digest, "level": reg.level, "group": reg.group, "aspect": reg.aspect,
                 "statistic": reg.statistic, "value": reg.value, "baseline_value": reg.baseline_value,
                 "p_value": reg.p_value, "test": reg.test, "run_id": reg.run_id,
                 "created_at": reg.created_at.isoformat() if reg.created_at else None,

@@ -252,6 +252,8 @@ class Regression(Base):
     dataset_version_id: Mapped[int] = mapped_column(ForeignKey("dataset_versions.id"), nullable=False)
     level: Mapped[str] = mapped_column(String(16), nullable=False)
     group: Mapped[str] = mapped_column(String(128), nullable=False)
+    aspect: Mapped[str] = mapped_column(String(64), nullable=False, default="")
+    """The human target (e.g. WebNLG fluency); empty where a dataset has one."""
     statistic: Mapped[str] = mapped_column(String(32), nullable=False)
     value: Mapped[float] = mapped_column(Float, nullable=False)
     baseline_value: Mapped[float] = mapped_column(Float, nullable=False)
