@@ -37,8 +37,8 @@ from sqlalchemy import create_engine, text
 
 from tests.conftest import PG_ADMIN_URL
 from tests.robustness_support import save_tiny_encoder
-from tests.team_platform.nightly_support import negated_checkpoint
 from tests.team.workers import Worker, read_flow_runs, run_assay, wait_for
+from tests.team_platform.nightly_support import negated_checkpoint
 from tests.team_server import start_team_server
 
 pytestmark = pytest.mark.timeout(900)
@@ -119,7 +119,9 @@ def test_deploy_is_idempotent(team: dict[str, Any]) -> None:
         gpu = client.read_work_pool("gpu")
         assert gpu.type == "process" and gpu.concurrency_limit == 1
         nightly = client.read_deployment_by_name("nightly/nightly")
-        assert [(getattr(s.schedule, "cron", None), getattr(s.schedule, "timezone", None)) for s in nightly.schedules] == [("0 2 * * *", "UTC")]
+        schedules = [(getattr(s.schedule, "cron", None), getattr(s.schedule, "timezone", None))
+                     for s in nightly.schedules]
+        assert schedules == [("0 2 * * *", "UTC")]
         names = {a.name for a in client.read_automations()}
         assert {"assay: crash zombie flow runs", "assay: evaluate registered checkpoints",
                 "assay: retry crashed evaluations"} <= names
