@@ -79,8 +79,12 @@ def test_the_exported_checkpoint_is_the_best_step(
     scores = scorer.score([table.references[i] for i in val_idx], [table.candidates[i] for i in val_idx])
     human = table.targets["human"][val_idx]
     best = next(c for c in result.curve if c["step"] == result.best_step)
+    # Kendall's tau depends only on the scores' order; Pearson's r on their values, which differ in the
+    # last float32 bits between the trainer's validation batches and the scorer's (other padding and
+    # batch shapes). This tiny model's scores spread little, so those bits move r by up to ~1e-5
+    # (2.2e-6 seen in CI): the tolerance is 5e-5, far below any step-to-step difference in the curve.
     assert kendalltau(scores, human).statistic == pytest.approx(best["val_kendall_tau"], abs=1e-6)
-    assert pearsonr(scores, human).statistic == pytest.approx(best["val_pearson"], abs=1e-6)
+    assert pearsonr(scores, human).statistic == pytest.approx(best["val_pearson"], abs=5e-5)
     # ... on the rating scale: mean + std * z with the training split's statistics (appendix A.2)
     config = read_config(root / "out")
     train_human = table.targets["human"][train_idx]
