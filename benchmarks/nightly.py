@@ -71,10 +71,7 @@ def main() -> None:
     home = args.home or Path(tempfile.mkdtemp(prefix="assay-nightly-bench-"))
     os.environ["ASSAY_HOME"] = str(home)
     from assay.config import load_settings
-    from assay.evaluation import evaluate
     from assay.ingest import ingest_path
-    from assay.metrics.registry import MetricSpec
-    from assay.scoring import score_dataset
     from assay.suites import define_suite
 
     settings = load_settings()
@@ -86,6 +83,23 @@ def main() -> None:
         _checkpoint(settings, folders / f"bench-{i}", seed=i, name=f"bench-{i}")
     report: dict[str, Any] = {"home": str(home), "dataset": dataset, "checkpoints": args.checkpoints,
                               "machine": {"cpus": os.cpu_count(), "python": platform.python_version()}}
+    try:
+        _measure(report, settings, dataset, folders)
+    finally:  # the sweeps started the local Prefect server in this home: stop it
+        from assay.flows.local_server import stop_server
+
+        stop_server(settings)
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n", encoding="utf-8")
+
+
+def _measure(report: dict[str, Any], settings: Any, dataset: str, folders: Path) -> None:
+    from assay.evaluation import evaluate
+    from assay.metrics.registry import MetricSpec
+    from assay.scoring import score_dataset
+
     report["full"] = _sweep("full sweep")
     report["noop"] = _sweep("no-op sweep")
     report["noop_over_full"] = round(report["noop"]["seconds"] / report["full"]["seconds"], 4)
@@ -103,10 +117,6 @@ def main() -> None:
     alone = time.perf_counter() - started
     report["one_alone"] = {"seconds": round(alone, 3), "segments": scored["computed"]}
     report["one_new_over_alone"] = round(report["one_new"]["seconds"] / alone, 3)
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

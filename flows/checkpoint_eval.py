@@ -25,7 +25,7 @@ from prefect.runtime import flow_run
 from assay import evaluation_ledger as ledger
 from assay.config import load_settings
 from assay.errors import AssayError
-from assay.flows.retry_policy import TRANSIENT_RETRIES, retry_transient
+from assay.flows.retry_policy import RETRY_TRANSIENT
 from assay.suites import get_suite
 
 
@@ -34,15 +34,13 @@ def checkpoint_metric(item: ledger.WorkItem) -> dict[str, Any]:
     return {"name": "bleurt", "params": {"checkpoint": item.checkpoint_path}}
 
 
-@task(name="claim-work-item", task_run_name="claim {item[checkpoint_name]} on {item[dataset]}",
-      retries=TRANSIENT_RETRIES, retry_condition_fn=retry_transient)
+@task(name="claim-work-item", task_run_name="claim {item[checkpoint_name]} on {item[dataset]}", **RETRY_TRANSIENT)
 def claim_task(item: dict[str, Any], flow_run_id: str | None) -> dict[str, Any] | None:
     claim = ledger.claim(load_settings(), ledger.WorkItem.from_dict(item), flow_run_id=flow_run_id)
     return None if claim is None else claim.as_dict()
 
 
-@task(name="evaluate-suite-entry", task_run_name="evaluate {dataset} {level}",
-      retries=TRANSIENT_RETRIES, retry_condition_fn=retry_transient)
+@task(name="evaluate-suite-entry", task_run_name="evaluate {dataset} {level}", **RETRY_TRANSIENT)
 def evaluate_entry_task(dataset: str, level: str, signature: str, statistics: list[str],
                         exclude_groups: list[str]) -> dict[str, Any]:
     from assay.evaluation import evaluate
@@ -54,14 +52,14 @@ def evaluate_entry_task(dataset: str, level: str, signature: str, statistics: li
                              if row.get("aspect") in (None, "", "all")][:200]}
 
 
-@task(name="complete-work-item", retries=TRANSIENT_RETRIES, retry_condition_fn=retry_transient)
+@task(name="complete-work-item", **RETRY_TRANSIENT)
 def complete_task(claim: dict[str, Any], score_run_id: str | None, evaluate_run_ids: list[str],
                   summary: dict[str, Any]) -> None:
     ledger.complete(load_settings(), ledger.Claim.from_dict(claim), score_run_id=score_run_id,
                     evaluate_run_id=evaluate_run_ids[0] if evaluate_run_ids else None, summary=summary)
 
 
-@task(name="fail-work-item", retries=TRANSIENT_RETRIES, retry_condition_fn=retry_transient)
+@task(name="fail-work-item", **RETRY_TRANSIENT)
 def fail_task(claim: dict[str, Any], error: str) -> None:
     ledger.fail(load_settings(), ledger.Claim.from_dict(claim), error)
 

@@ -35,7 +35,7 @@ from prefect.exceptions import ObjectNotFound
 
 from assay import evaluation_ledger as ledger
 from assay.config import load_settings
-from assay.flows.retry_policy import TRANSIENT_RETRIES, retry_transient
+from assay.flows.retry_policy import RETRY_TRANSIENT
 from assay.suites import DEFAULT_SUITE, get_suite
 
 #: the deployment ``assay deploy`` creates for one work item
@@ -46,7 +46,7 @@ POLL_SECONDS = 3.0
 _ENDED = {StateType.CRASHED, StateType.FAILED, StateType.CANCELLED, StateType.COMPLETED}
 
 
-@task(name="reconcile-ledger", retries=TRANSIENT_RETRIES, retry_condition_fn=retry_transient)
+@task(name="reconcile-ledger", **RETRY_TRANSIENT)
 def reconcile_task() -> list[dict[str, Any]]:
     """Mark ``crashed`` every running ledger row whose flow run has ended (or vanished)."""
     settings = load_settings()
@@ -69,7 +69,7 @@ def reconcile_task() -> list[dict[str, Any]]:
     return marked
 
 
-@task(name="scan-watched-folders", retries=TRANSIENT_RETRIES, retry_condition_fn=retry_transient)
+@task(name="scan-watched-folders", **RETRY_TRANSIENT)
 def scan_task(settle_seconds: float) -> dict[str, Any]:
     from assay.workers.checkpoint_watch import scan_watched
 
@@ -77,7 +77,7 @@ def scan_task(settle_seconds: float) -> dict[str, Any]:
     return {"registered": report.registered, "skipped": [list(s) for s in report.skipped]}
 
 
-@task(name="plan-sweep", retries=TRANSIENT_RETRIES, retry_condition_fn=retry_transient)
+@task(name="plan-sweep", **RETRY_TRANSIENT)
 def plan_task(suite: str, checkpoint: str | None) -> list[dict[str, Any]]:
     settings = load_settings()
     items = ledger.pending_items(settings, get_suite(settings, suite))
@@ -88,7 +88,7 @@ def plan_task(suite: str, checkpoint: str | None) -> list[dict[str, Any]]:
     return [{**i.as_dict(), "attempts": claimed_before.get(i.key, 0)} for i in items]
 
 
-@task(name="compare-with-team-best", retries=TRANSIENT_RETRIES, retry_condition_fn=retry_transient)
+@task(name="compare-with-team-best", **RETRY_TRANSIENT)
 def compare_task(checkpoint_digest: str, suite: str) -> list[dict[str, Any]]:
     from assay import regressions
 
@@ -100,7 +100,7 @@ def compare_task(checkpoint_digest: str, suite: str) -> list[dict[str, Any]]:
     return [f.as_dict() for f in findings if f.regression]
 
 
-@task(name="write-report", retries=TRANSIENT_RETRIES, retry_condition_fn=retry_transient)
+@task(name="write-report", **RETRY_TRANSIENT)
 def report_task(out_dir: str | None) -> str:
     from pathlib import Path
 

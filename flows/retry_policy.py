@@ -23,3 +23,8 @@ def retry_transient(_task: Any, _task_run: Any, state: Any) -> bool:
     except Exception as exc:
         return is_transient(exc)
     return False
+
+
+#: Prefect task options of every task that talks to the catalog or the server: ``@task(**RETRY_TRANSIENT)``
+RETRY_TRANSIENT: dict[str, Any] = {"retries": TRANSIENT_RETRIES, "retry_delay_seconds": TRANSIENT_RETRY_DELAYS,
+                                   "retry_condition_fn": retry_transient}

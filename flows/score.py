@@ -25,28 +25,24 @@ from prefect import flow, task
 from tqdm.auto import tqdm
 
 from assay import scoring
-from assay.flows.retry_policy import TRANSIENT_RETRIES, TRANSIENT_RETRY_DELAYS, retry_transient
+from assay.flows.retry_policy import RETRY_TRANSIENT
 from assay.metrics.registry import MetricSpec
 
-#: Prefect task options of the catalog tasks: retry transient failures only
-CATALOG_RETRIES: dict[str, Any] = {"retries": TRANSIENT_RETRIES, "retry_delay_seconds": TRANSIENT_RETRY_DELAYS,
-                                   "retry_condition_fn": retry_transient}
 
-
-@task(name="plan-scoring", **CATALOG_RETRIES)
+@task(name="plan-scoring", **RETRY_TRANSIENT)
 def plan_task(dataset: str, metric: dict[str, Any], scope: str, shard_size: int,
               allow_languages: bool) -> dict[str, Any]:
     return scoring.plan_scoring(dataset, MetricSpec.from_dict(metric), scope=scope, shard_size=shard_size,
                                 allow_languages=allow_languages).as_dict()
 
 
-@task(name="resume-scoring-plan", **CATALOG_RETRIES)
+@task(name="resume-scoring-plan", **RETRY_TRANSIENT)
 def resume_task(plan: dict[str, Any]) -> dict[str, Any]:
     """Under the signature lock: close crashed runs of the signature, drop keys stored meanwhile."""
     return scoring.resume_plan(scoring.ScorePlan.from_dict(plan)).as_dict()
 
 
-@task(name="start-scoring-run", **CATALOG_RETRIES)
+@task(name="start-scoring-run", **RETRY_TRANSIENT)
 def start_task(plan: dict[str, Any]) -> dict[str, Any]:
     return scoring.start_scoring(scoring.ScorePlan.from_dict(plan)).as_dict()
 
@@ -56,7 +52,7 @@ def score_shard_task(plan: dict[str, Any], shard: int) -> dict[str, Any]:
     return scoring.score_shard(scoring.ScorePlan.from_dict(plan), shard)
 
 
-@task(name="record-scoring-run", **CATALOG_RETRIES)
+@task(name="record-scoring-run", **RETRY_TRANSIENT)
 def finish_task(plan: dict[str, Any], parts: list[dict[str, Any]], error: str | None = None) -> dict[str, Any]:
     return scoring.finish_scoring(scoring.ScorePlan.from_dict(plan), parts, error=error)
 

@@ -79,7 +79,7 @@ def _database_url(db_name: str, driver: str) -> str:
     return url.render_as_string(hide_password=False)
 
 
-def _create_database(name: str) -> None:
+def create_database(name: str) -> None:
     admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
     try:
         with admin.connect() as conn:
@@ -88,7 +88,7 @@ def _create_database(name: str) -> None:
         admin.dispose()
 
 
-def _drop_database(name: str) -> None:
+def drop_database(name: str) -> None:
     """Terminate the database's sessions (the server's pool may linger), then drop it."""
     admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
     try:
@@ -174,7 +174,7 @@ class TeamServer:
         finally:
             with contextlib.suppress(ValueError):
                 _RUNNING.remove(self)
-            _drop_database(self.db_name)
+            drop_database(self.db_name)
 
 
 def start_team_server(tmp_dir: Path, *, auth_string: str | None = None, db_name: str | None = None,
@@ -194,7 +194,7 @@ def start_team_server(tmp_dir: Path, *, auth_string: str | None = None, db_name:
     home = tmp_dir / "prefect_home"
     home.mkdir(exist_ok=True)
     log_path = tmp_dir / "server.log"
-    _create_database(name)
+    create_database(name)
 
     env = dict(os.environ)
     for key in list(env):

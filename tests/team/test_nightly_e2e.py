@@ -39,7 +39,7 @@ from tests.conftest import PG_ADMIN_URL
 from tests.robustness_support import save_tiny_encoder
 from tests.team.workers import Worker, read_flow_runs, run_assay, wait_for
 from tests.team_platform.nightly_support import negated_checkpoint
-from tests.team_server import start_team_server
+from tests.team_server import create_database, drop_database, start_team_server
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -54,9 +54,7 @@ def team(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Iterato
     root = tmp_path_factory.mktemp("team")
     server = start_team_server(root / "server", extra_env={"PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "5"})
     catalog_db = f"assay_catalog_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{catalog_db}"'))
+    create_database(catalog_db)
     workers: list[Worker] = []
     try:
         env = server.client_env()
@@ -85,11 +83,7 @@ def team(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Iterato
         for worker in workers:
             worker.stop()
         server.stop()
-        with admin.connect() as conn:
-            conn.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                              "WHERE datname = :n AND pid <> pg_backend_pid()"), {"n": catalog_db})
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{catalog_db}"'))
-        admin.dispose()
+        drop_database(catalog_db)
 
 
 def _make_checkpoint(folder: Path, *, seed: int, encoder: Path | None) -> Path:
