@@ -2,7 +2,7 @@
 
 Sellam et al. (2020), §5.1 (Table 2): a learned metric fine-tuned on earlier WMT years' ratings is
 evaluated on WMT17 segment-level DA by Kendall tau-b and Pearson r per to-English pair. Compared,
-all scored with Assay and evaluated by the job ``assay evaluate`` runs (:func:`assay.evaluation.evaluate`):
+all scored with Assay and evaluated by the job ``assay evaluate`` runs (:func:`assay.jobs.evaluation.evaluate`):
 
 (a) the embedded MiniLM fine-tuned on WMT16 only (no pre-training, "BLEURT -pre");
 (b) the same pre-trained on the synthetic pairs first (synthesized from WMT16 + WMT18, never WMT17);
@@ -61,7 +61,7 @@ def _log(message: str) -> None:
 
 
 def _ingest(settings: Any, data_dir: Path) -> dict[str, Any]:
-    from assay.ingest import ingest_path
+    from assay.jobs.ingest import ingest_path
 
     out = {}
     for name, folder in (("wmt16", "wmt16-da-seg"), ("wmt17", "wmt17-da"), ("wmt18", "wmt18-da")):
@@ -71,8 +71,8 @@ def _ingest(settings: Any, data_dir: Path) -> dict[str, Any]:
 
 
 def _score(dataset: str, spec: dict[str, Any], settings: Any) -> dict[str, Any]:
+    from assay.jobs.scoring import score_dataset
     from assay.metrics.registry import MetricSpec
-    from assay.scoring import score_dataset
 
     started = time.perf_counter()
     result = score_dataset(dataset, MetricSpec.from_dict(spec), settings=settings)
@@ -108,7 +108,7 @@ def main() -> int:
     os.environ["ASSAY_HOME"] = str(home)
     os.environ.pop("ASSAY_CATALOG_URL", None)
     from assay.config import load_settings
-    from assay.evaluation import evaluate
+    from assay.jobs.evaluation import evaluate
     from assay.training.recipes import BleurtRecipe
     from assay.workers.device import pick_device
     from assay.workers.recipe import InProcessStages, run_recipe

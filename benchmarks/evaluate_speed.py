@@ -45,7 +45,7 @@ CI_TOLERANCE = 1e-12
 # Run by the baseline's interpreter: its own evaluate, its own SEG_STATS (the same eight names).
 OLD_EVALUATE = """
 import json, sys, time
-from assay.evaluation import SEG_STATS, evaluate
+from assay.jobs.evaluation import SEG_STATS, evaluate
 t0 = time.perf_counter()
 result = evaluate("wmt17", level="seg", statistics=list(SEG_STATS), n_resamples=int(sys.argv[1]))
 seconds = time.perf_counter() - t0
@@ -126,10 +126,10 @@ def main() -> None:
     os.environ.pop("ASSAY_CATALOG_URL", None)
     worktree: Path | None = None
     try:
-        from assay.evaluation import SEG_STATS, evaluate
-        from assay.ingest import ingest_path
+        from assay.jobs.evaluation import SEG_STATS, evaluate
+        from assay.jobs.ingest import ingest_path
+        from assay.jobs.scoring import score_dataset
         from assay.metrics.registry import MetricSpec
-        from assay.scoring import score_dataset
 
         ingest_path(args.data)
         scoring = {}

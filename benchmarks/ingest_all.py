@@ -29,7 +29,7 @@ def main() -> int:
         os.environ["ASSAY_HOME"] = home
         os.environ.pop("ASSAY_CATALOG_URL", None)
         from assay.catalog.engine import get_engine
-        from assay.ingest import discover, ingest_path
+        from assay.jobs.ingest import discover, ingest_path
 
         t0 = time.perf_counter()
         get_engine()  # create and migrate the embedded catalog (counted separately)

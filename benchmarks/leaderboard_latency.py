@@ -30,10 +30,10 @@ METRICS = ("sentbleu", "chrf", "rouge1", "rouge2", "rougeL")
 
 
 def build(data: Path) -> dict[str, float]:
-    from assay.evaluation import evaluate
-    from assay.ingest import ingest_path
+    from assay.jobs.evaluation import evaluate
+    from assay.jobs.ingest import ingest_path
+    from assay.jobs.scoring import finish_scoring, plan_scoring, score_shard
     from assay.metrics.registry import MetricSpec
-    from assay.scoring import finish_scoring, plan_scoring, score_shard
 
     timings = {}
     for folder in ("wmt17-da", "wmt18-da"):
@@ -78,7 +78,7 @@ def main() -> int:
         build_timings = build(args.data)
     rows = count_rows(home)
 
-    from assay.leaderboard import LeaderboardQuery, leaderboard
+    from assay.query.leaderboard import LeaderboardQuery, leaderboard
 
     queries = [
         LeaderboardQuery("wmt17", "seg", "kendall", "de-en"),

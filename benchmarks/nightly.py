@@ -71,8 +71,8 @@ def main() -> None:
     home = args.home or Path(tempfile.mkdtemp(prefix="assay-nightly-bench-"))
     os.environ["ASSAY_HOME"] = str(home)
     from assay.config import load_settings
-    from assay.ingest import ingest_path
-    from assay.suites import define_suite
+    from assay.jobs.ingest import ingest_path
+    from assay.nightly.suites import define_suite
 
     settings = load_settings()
     ingested = ingest_path(args.data_dir / "wmt16-da-seg", settings=settings)
@@ -96,9 +96,9 @@ def main() -> None:
 
 
 def _measure(report: dict[str, Any], settings: Any, dataset: str, folders: Path) -> None:
-    from assay.evaluation import evaluate
+    from assay.jobs.evaluation import evaluate
+    from assay.jobs.scoring import score_dataset
     from assay.metrics.registry import MetricSpec
-    from assay.scoring import score_dataset
 
     report["full"] = _sweep("full sweep")
     report["noop"] = _sweep("no-op sweep")

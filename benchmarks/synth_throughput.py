@@ -48,7 +48,7 @@ def main() -> int:
         os.environ.pop("ASSAY_CATALOG_URL", None)
         import torch
 
-        from assay.ingest import ingest_path
+        from assay.jobs.ingest import ingest_path
         from assay.synthetic import SignalSpec, default_spec, store_pairs, synthesize
         from assay.synthetic.synthesize import load_plugins
 

@@ -21,7 +21,7 @@ def checkpoints() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def list_command(as_json: bool) -> None:
     """Every registered checkpoint: name, digest, how it was made and from what."""
-    from assay.checkpoints import list_checkpoints
+    from assay.checkpoints.registry import list_checkpoints
 
     rows = list_checkpoints(load_settings())
     if as_json:
@@ -44,7 +44,7 @@ def list_command(as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def show_command(ref: str, as_json: bool) -> None:
     """One checkpoint (NAME or digest prefix) in full: lineage, heads, validation curve, ancestors."""
-    from assay.checkpoints import describe
+    from assay.checkpoints.registry import describe
 
     info = describe(load_settings(), ref)
     if as_json:
@@ -129,7 +129,7 @@ def export_command(ref: str, destination: Path) -> None:
 def watch_command(folder: Path) -> None:
     """Watch FOLDER: `assay checkpoints scan` (and the nightly flow) registers the checkpoint
     folders put in it. Shared by everyone using this catalog."""
-    from assay.watched_folders import watch
+    from assay.nightly.watched_folders import watch
 
     path, created = watch(load_settings(), folder)
     click.echo(f"{path}: " + ("watched" if created else "already watched"))
@@ -140,7 +140,7 @@ def watch_command(folder: Path) -> None:
 def unwatch_command(folder: Path) -> None:
     """Stop watching FOLDER (registered checkpoints stay registered)."""
     from assay.errors import NotFoundError
-    from assay.watched_folders import normalise, unwatch, watched
+    from assay.nightly.watched_folders import normalise, unwatch, watched
 
     settings = load_settings()
     if not unwatch(settings, folder):
@@ -153,7 +153,7 @@ def unwatch_command(folder: Path) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def watched_command(as_json: bool) -> None:
     """The watched folders."""
-    from assay.watched_folders import watched
+    from assay.nightly.watched_folders import watched
 
     folders = watched(load_settings())
     if as_json:

@@ -44,7 +44,7 @@ def ingest_command(path: Path, format_name: str | None, name: str | None,
     from the catalog in this process, without parsing and without starting the Prefect flow.
     """
     from assay.cli.runner import run_ingest_flow
-    from assay.ingest import find_unchanged
+    from assay.jobs.ingest import find_unchanged
 
     options = parse_options(option_pairs)
     unchanged = None if reparse else find_unchanged(path, format_name=format_name, name=name, options=options)

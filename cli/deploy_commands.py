@@ -110,7 +110,7 @@ def run_command(suite: str, checkpoint: str | None, settle_seconds: float, no_re
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def status_command(suite: str | None, as_json: bool) -> None:
     """The ledger: what was evaluated, when, and what is running or crashed."""
-    from assay.evaluation_ledger import history, running_items
+    from assay.nightly.ledger import history, running_items
 
     settings = load_settings()
     done = history(settings, suite)

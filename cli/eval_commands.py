@@ -81,7 +81,7 @@ def leaderboard_command(dataset: str, level: str, statistic: str, group: str, as
                         metrics: tuple[str, ...], since: datetime | None, allow_mixed: bool, as_json: bool,
                         as_csv: bool) -> None:
     """Rank metrics (and checkpoints) by agreement with humans, with significance clusters."""
-    from assay.leaderboard import LeaderboardQuery, leaderboard
+    from assay.query.leaderboard import LeaderboardQuery, leaderboard
 
     if since is not None and since.tzinfo is None:
         from datetime import UTC

@@ -26,7 +26,7 @@ def run_command(data_dir: Path | None, report_dir: Path | None, no_system_level:
     from assay.cli.eval_commands import print_rows
     from assay.cli.runner import run_main_job
     from assay.fixtures import fixtures_dir
-    from assay.ingest import discover
+    from assay.jobs.ingest import discover
 
     settings = load_settings()
     data_dir = data_dir or settings.data_dir or fixtures_dir()
@@ -43,7 +43,7 @@ def run_command(data_dir: Path | None, report_dir: Path | None, no_system_level:
 
     with session_scope(settings) as session:
         print_catalog_table([version_summary(v) for v in list_versions(session)])
-    from assay.leaderboard import LeaderboardQuery, available_aspects, available_groups, leaderboard
+    from assay.query.leaderboard import LeaderboardQuery, available_aspects, available_groups, leaderboard
 
     for entry in summary["datasets"]:
         for scored in entry["scored"]:

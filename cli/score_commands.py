@@ -33,7 +33,7 @@ def _spec_from_options(metric: str | None, model: str | None, layer: int | None,
             raise UsageError("--checkpoint scores with the BLEURT-style metric; leave out --metric or use bleurt")
         if no_cache_undigested:
             raise UsageError("--no-cache-undigested applies to bertscore; a checkpoint is always digested")
-        from assay.checkpoints import resolve_folder
+        from assay.checkpoints.registry import resolve_folder
         from assay.config import load_settings
 
         folder = resolve_folder(load_settings(), checkpoint)
@@ -113,8 +113,8 @@ def score_command(dataset: str, metric: str | None, model: str | None, layer: in
     The request is planned in this process first: when every segment is cached the answer comes
     from the plan, without starting the Prefect flow (nothing is computed, so no run is recorded).
     """
-    from assay import scoring
     from assay.cli.runner import run_score_flow
+    from assay.jobs import scoring
     from assay.metrics.registry import MetricSpec
 
     spec = metric_spec_from_options(metric, model, layer, idf, rescale, checkpoint, params, no_cache_undigested)

@@ -76,7 +76,7 @@ def define_command(name: str, entries: tuple[str, ...], datasets: tuple[str, ...
                    statistics: tuple[str, ...], groups: tuple[str, ...], file: Path | None, all_datasets: bool,
                    as_json: bool) -> None:
     """Define suite NAME (a new version when the definition changed; the same definition is a no-op)."""
-    from assay.suites import default_entries, define_suite, validate_suite_name
+    from assay.nightly.suites import default_entries, define_suite, validate_suite_name
 
     validate_suite_name(name)
     if (levels or statistics or groups) and not datasets:
@@ -117,7 +117,7 @@ def _print_entries(entries: list[dict[str, Any]]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def list_command(as_json: bool) -> None:
     """Every suite version (the latest of each marked with *)."""
-    from assay.suites import list_suites
+    from assay.nightly.suites import list_suites
 
     rows = list_suites(load_settings())
     if as_json:
@@ -135,7 +135,7 @@ def list_command(as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def show_command(ref: str, as_json: bool) -> None:
     """One suite version (the latest unless pinned): its datasets, levels, statistics and signature."""
-    from assay.suites import get_suite
+    from assay.nightly.suites import get_suite
 
     found = get_suite(load_settings(), ref)
     if as_json:

@@ -2,7 +2,7 @@
 exactly once.
 
 One flow run per work item (a checkpoint digest x a dataset version x a suite signature, see
-:class:`assay.evaluation_ledger.WorkItem`), dispatched by the ``nightly`` flow to the ``gpu`` work
+:class:`assay.nightly.ledger.WorkItem`), dispatched by the ``nightly`` flow to the ``gpu`` work
 pool. The run first claims the item in the catalog's ledger; a claim that fails (the item is
 completed, failed on bad input, or running elsewhere) ends the run at once with nothing done. Then
 it scores the dataset with the checkpoint (the ``score`` flow: its parts are resumable, so a retry
@@ -22,11 +22,11 @@ from typing import Any
 from prefect import flow, task
 from prefect.runtime import flow_run
 
-from assay import evaluation_ledger as ledger
 from assay.config import load_settings
 from assay.errors import AssayError
 from assay.flows.retry_policy import RETRY_TRANSIENT
-from assay.suites import get_suite
+from assay.nightly import ledger as ledger
+from assay.nightly.suites import get_suite
 
 
 def checkpoint_metric(item: ledger.WorkItem) -> dict[str, Any]:
@@ -43,7 +43,7 @@ def claim_task(item: dict[str, Any], flow_run_id: str | None) -> dict[str, Any] 
 @task(name="evaluate-suite-entry", task_run_name="evaluate {dataset} {level}", **RETRY_TRANSIENT)
 def evaluate_entry_task(dataset: str, level: str, signature: str, statistics: list[str],
                         exclude_groups: list[str]) -> dict[str, Any]:
-    from assay.evaluation import evaluate
+    from assay.jobs.evaluation import evaluate
 
     result = evaluate(dataset, level=level, metrics=[signature], statistics=statistics,
                       exclude_groups=exclude_groups)

@@ -81,7 +81,7 @@ class TeamConfig:
         if self.zombie_after_seconds < 2 * HEARTBEAT_SECONDS:
             raise UsageError(f"--zombie-after must be at least {2 * HEARTBEAT_SECONDS} s (two heartbeats of "
                              f"{HEARTBEAT_SECONDS} s), got {self.zombie_after_seconds}")
-        from assay.suites import validate_suite_name
+        from assay.nightly.suites import validate_suite_name
 
         validate_suite_name(self.suite)
         return self

@@ -1,7 +1,7 @@
 """The ``quality-drift`` flow: BLEURT's robustness-to-quality-drift benchmark (Sellam et al., 2020,
 §5.2, appendix B.3). Draw and store the skewed train/test samples of every α, score each test
 sample with each metric (cached segment scores are reused), evaluate each test sample at segment
-level, record the run. Logic lives in :mod:`assay.quality_drift`; tasks pass labels, specs and
+level, record the run. Logic lives in :mod:`assay.jobs.quality_drift`; tasks pass labels, specs and
 rows, never tables."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 
 from prefect import flow, task
 
-from assay import quality_drift as qd
 from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED
+from assay.jobs import quality_drift as qd
 from assay.metrics.registry import MetricSpec
 
 
@@ -52,7 +52,7 @@ def quality_drift_flow(
     test_fraction: float = 0.5,
     binning: str = "quantile",
 ) -> list[dict[str, Any]]:
-    """Rows as :func:`assay.quality_drift.run_quality_drift` returns them (one per α, metric, group)."""
+    """Rows as :func:`assay.jobs.quality_drift.run_quality_drift` returns them (one per α, metric, group)."""
     specs = [MetricSpec.from_dict(m) for m in metrics]
     qd.check_request(specs, statistic)
     alphas = list(alphas if alphas is not None else qd.ALPHAS)

@@ -1,5 +1,5 @@
 """The ``evaluate`` flow: meta-evaluate the metrics scored on a pinned dataset version (logic in
-:mod:`assay.evaluation`; the task returns the run id and the rows it wrote)."""
+:mod:`assay.jobs.evaluation`; the task returns the run id and the rows it wrote)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 from prefect import flow, task
 
 from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED
-from assay.evaluation import evaluate
+from assay.jobs.evaluation import evaluate
 
 
 @task(name="evaluate-level", task_run_name="evaluate {dataset} {level}")

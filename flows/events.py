@@ -9,14 +9,14 @@ credentials: only the name, the digest and the lineage's operation.
 Events are emitted only when a Prefect API is configured (a team server, ``PREFECT_API_URL``): the
 embedded single-user default has no deployments to trigger, and starting a server only to announce
 a checkpoint would cost seconds for nothing. Nothing is lost either way: the nightly sweep finds
-every registered checkpoint that has not been evaluated (see :mod:`assay.evaluation_ledger`).
+every registered checkpoint that has not been evaluated (see :mod:`assay.nightly.ledger`).
 """
 
 from __future__ import annotations
 
 import logging
 
-from assay.checkpoints import Registered, add_registration_listener
+from assay.checkpoints.registry import Registered, add_registration_listener
 from assay.config import load_settings
 
 CHECKPOINT_REGISTERED = "assay.checkpoint.registered"

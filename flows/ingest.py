@@ -1,8 +1,8 @@
 """The ``ingest`` flow: one task per dataset; each task parses, stores and records its version.
 
-Tasks pass paths and digests only. Parsing and storage live in :mod:`assay.ingest`, so this
+Tasks pass paths and digests only. Parsing and storage live in :mod:`assay.jobs.ingest`, so this
 module is orchestration alone. An unchanged source is a no-op inside the task too (it is not parsed
-again); the CLI asks :func:`assay.ingest.find_unchanged` first and starts this flow only for paths
+again); the CLI asks :func:`assay.jobs.ingest.find_unchanged` first and starts this flow only for paths
 that need work.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from prefect import flow, task
 
-from assay.ingest import ingest_path
+from assay.jobs.ingest import ingest_path
 
 
 @task(name="ingest-dataset", task_run_name="ingest {path}")
@@ -46,7 +46,7 @@ def ingest_flow(
 def discover_datasets(data_dir: str) -> list[str]:
     from pathlib import Path
 
-    from assay.ingest import discover
+    from assay.jobs.ingest import discover
 
     return [str(p) for p in discover(Path(data_dir))]
 

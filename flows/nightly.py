@@ -16,7 +16,7 @@ One sweep:
    here as a subflow. Each item claims its ledger row first: exactly once.
 4. **Retry.** Items whose run crashed are reconciled and dispatched again while attempts remain.
 5. **Compare and report.** Each newly evaluated checkpoint is compared with the team's current best
-   (:mod:`assay.regressions`: a paired significance test); regressions are recorded; the report is
+   (:mod:`assay.nightly.regressions`: a paired significance test); regressions are recorded; the report is
    written.
 
 A sweep with nothing new does steps 1-2 and stops: no flow runs, no report.
@@ -33,10 +33,10 @@ from prefect.client.schemas.objects import FlowRun, StateType
 from prefect.deployments import run_deployment
 from prefect.exceptions import ObjectNotFound
 
-from assay import evaluation_ledger as ledger
 from assay.config import load_settings
 from assay.flows.retry_policy import RETRY_TRANSIENT
-from assay.suites import DEFAULT_SUITE, get_suite
+from assay.nightly import ledger as ledger
+from assay.nightly.suites import DEFAULT_SUITE, get_suite
 
 #: the deployment ``assay deploy`` creates for one work item
 EVALUATE_DEPLOYMENT = "evaluate-checkpoint/evaluate-checkpoint"
@@ -90,7 +90,7 @@ def plan_task(suite: str, checkpoint: str | None) -> list[dict[str, Any]]:
 
 @task(name="compare-with-team-best", **RETRY_TRANSIENT)
 def compare_task(checkpoint_digest: str, suite: str) -> list[dict[str, Any]]:
-    from assay import regressions
+    from assay.nightly import regressions
 
     settings = load_settings()
     resolved = get_suite(settings, suite)

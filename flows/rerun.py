@@ -1,6 +1,6 @@
 """The ``rerun`` flow: plan the rerun of a past run (pinned data, identical signature), recompute it
 with the past run's own flow (``score`` or ``evaluate``) as a subflow, record it. Logic in
-:mod:`assay.reruns`."""
+:mod:`assay.jobs.reruns`."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 
 from prefect import flow, task
 
-from assay import reruns
 from assay.flows.evaluate import evaluate_flow
 from assay.flows.score import score_flow
+from assay.jobs import reruns
 
 
 @task(name="plan-rerun", task_run_name="plan rerun of {run_id}")

@@ -1,13 +1,13 @@
 """The ``score`` flow: plan against the cache, record the run when there is something to compute,
 score the missing segments shard by shard (each task writes its own immutable Parquet part), close
-the run. Logic lives in :mod:`assay.scoring`; tasks pass plans (ids, digests and paths), never
+the run. Logic lives in :mod:`assay.jobs.scoring`; tasks pass plans (ids, digests and paths), never
 tables. A plan with nothing to compute is the answer: no run, no lock, no further task.
 
-Exactly once: the flow holds the signature lock (:func:`assay.scoring.signature_lock_for`) from
+Exactly once: the flow holds the signature lock (:func:`assay.jobs.scoring.signature_lock_for`) from
 the re-plan to the recorded run. Tasks run in the flow's process, so the lock taken in the flow
 body covers them all; a killed flow's lock is released by the OS or the catalog server, and the
 next request for the signature marks its run crashed and resumes from its parts
-(:func:`assay.scoring.resume_plan`).
+(:func:`assay.jobs.scoring.resume_plan`).
 
 Retries: the tasks that read or write the catalog retry a transient failure (a dropped catalog
 connection: :func:`assay.transient.is_transient`) through Prefect's ``retries`` and
@@ -24,8 +24,8 @@ from typing import Any
 from prefect import flow, task
 from tqdm.auto import tqdm
 
-from assay import scoring
 from assay.flows.retry_policy import RETRY_TRANSIENT
+from assay.jobs import scoring
 from assay.metrics.registry import MetricSpec
 
 

@@ -1,5 +1,5 @@
 """The ``select`` flow: model selection with hybrid systems (BERTScore, Zhang et al. 2020, §4 and
-appendix F.2). Logic in :mod:`assay.model_selection`; the task returns the run id and its rows."""
+appendix F.2). Logic in :mod:`assay.jobs.model_selection`; the task returns the run id and its rows."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 from prefect import flow, task
 
 from assay.config import DEFAULT_SEED
-from assay.model_selection import select_models
+from assay.jobs.model_selection import select_models
 
 
 @task(name="select-models", task_run_name="model selection on {dataset}")

@@ -51,7 +51,7 @@ def subset(parent: str, name: str, *, groups: Sequence[str] | None = None, n_ite
     from assay.catalog.engine import session_scope
     from assay.config import load_settings
     from assay.datasets import store
-    from assay.ingest import derive_version
+    from assay.jobs.ingest import derive_version
 
     settings = load_settings()
     with session_scope(settings) as session:

@@ -10,13 +10,13 @@ import pytest
 from assay.catalog.engine import session_scope
 from assay.catalog.models import Run
 from assay.errors import NotFoundError, UsageError
-from assay.evaluation import evaluate
 from assay.fixtures import fixtures_dir
-from assay.ingest import ingest_path
-from assay.leaderboard import LeaderboardQuery, leaderboard
+from assay.jobs.evaluation import evaluate
+from assay.jobs.ingest import ingest_path
+from assay.jobs.reruns import rerun
+from assay.jobs.scoring import finish_scoring, plan_scoring, score_shard
 from assay.metrics.registry import MetricSpec
-from assay.reruns import rerun
-from assay.scoring import finish_scoring, plan_scoring, score_shard
+from assay.query.leaderboard import LeaderboardQuery, leaderboard
 
 DEMO_WMT = fixtures_dir() / "demo-wmt"
 ROW_KEYS = {"metric", "signature", "group", "aspect", "level", "statistic", "value", "ci_low", "ci_high", "n",
@@ -98,7 +98,7 @@ def test_leaderboard_refuses_different_item_sets(tmp_path: Path) -> None:
 
 
 def test_rows_from_different_item_sets_or_versions_are_refused() -> None:
-    from assay.leaderboard import _refuse_mixed
+    from assay.query.leaderboard import _refuse_mixed
 
     _refuse_mixed([{"dataset_version": 1, "aspect": "da", "item_set": "a"},
                    {"dataset_version": 1, "aspect": "da", "item_set": "a"}])
@@ -204,7 +204,7 @@ def test_left_out_groups_are_left_out_for_every_metric(shared_data: Path) -> Non
 
 # --- the same numbers as the first evaluation (commit 789ed3b, Python loops over replicates) -----
 #
-# Expected values below were computed with `git show 789ed3b:platform/assay/evaluation.py` (run with
+# Expected values below were computed with `git show 789ed3b:platform/assay/jobs/evaluation.py` (run with
 # that commit's checkout on PYTHONPATH) on the demo package scored as in the test: sentbleu, chrf
 # and ter on the judged segments, bleu, chrf and sentbleu on the full outputs; evaluate(seed=12345,
 # n_resamples=200), segment level with every SEG_STATS statistic, system level with every
@@ -288,7 +288,7 @@ def _p_values(settings_home: Path, run_id: str) -> dict[tuple[str, str, str, str
 
 
 def test_numbers_equal_the_first_evaluation(isolated_assay_home: Path) -> None:
-    from assay.evaluation import SEG_STATS, SYS_STATS
+    from assay.jobs.evaluation import SEG_STATS, SYS_STATS
 
     ingest_path(DEMO_WMT)
     for metric in ("sentbleu", "chrf", "ter"):

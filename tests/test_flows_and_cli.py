@@ -101,7 +101,7 @@ def test_cli_ingest_list_show_sql(prefect_engine: None) -> None:
 ])
 def test_sql_is_read_only(query: str) -> None:
     from assay.errors import UsageError
-    from assay.ingest import ingest_path
+    from assay.jobs.ingest import ingest_path
     from assay.query.duck import run_user_query
 
     ingest_path(DEMO_WMT)
@@ -173,7 +173,7 @@ def test_bad_input_exits_non_zero_with_one_clear_error(tmp_path: Path, fresh_hom
 
 def test_cli_ingest_of_an_unchanged_source_starts_no_flow(monkeypatch: pytest.MonkeyPatch) -> None:
     from assay.cli import runner
-    from assay.ingest import ingest_path
+    from assay.jobs.ingest import ingest_path
 
     first = ingest_path(DEMO_WMT)
 
@@ -191,9 +191,9 @@ def test_cli_ingest_of_an_unchanged_source_starts_no_flow(monkeypatch: pytest.Mo
 
 def test_cli_score_with_everything_cached_starts_no_flow(monkeypatch: pytest.MonkeyPatch) -> None:
     from assay.cli import runner
-    from assay.ingest import ingest_path
+    from assay.jobs.ingest import ingest_path
+    from assay.jobs.scoring import score_dataset
     from assay.metrics.registry import MetricSpec
-    from assay.scoring import score_dataset
 
     ingest_path(DEMO_WMT)
     scored = score_dataset("wmt99", MetricSpec.from_dict({"name": "chrf", "params": {}}))

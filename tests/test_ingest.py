@@ -14,7 +14,7 @@ from assay.catalog.models import Dataset, DatasetVersion, Run, System
 from assay.config import load_settings
 from assay.errors import AssayError, InputError, UsageError
 from assay.fixtures import fixtures_dir
-from assay.ingest import discover, find_unchanged, ingest_path
+from assay.jobs.ingest import discover, find_unchanged, ingest_path
 
 DEMO_WMT = fixtures_dir() / "demo-wmt"
 
@@ -165,12 +165,12 @@ def test_dataset_names_are_validated(name: str) -> None:
 
 
 def test_catalog_failure_removes_the_new_store_folder(monkeypatch: pytest.MonkeyPatch) -> None:
-    import assay.ingest
+    import assay.jobs.ingest
 
     def fail(*_args: object, **_kwargs: object) -> None:
         raise AssayError("simulated catalog failure")
 
-    monkeypatch.setattr(assay.ingest, "record_version", fail)
+    monkeypatch.setattr(assay.jobs.ingest, "record_version", fail)
     with pytest.raises(AssayError, match="simulated"):
         ingest_path(DEMO_WMT)
     settings = load_settings()
@@ -194,12 +194,12 @@ def test_catalog_on_postgresql(postgres_url: str, monkeypatch: pytest.MonkeyPatc
 
 
 def _parse_must_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    import assay.ingest
+    import assay.jobs.ingest
 
     def refuse(*_args: object, **_kwargs: object) -> None:
         raise AssertionError("the source was parsed again")
 
-    monkeypatch.setattr(assay.ingest.formats, "parse", refuse)
+    monkeypatch.setattr(assay.jobs.ingest.formats, "parse", refuse)
 
 
 def _runs(kind: str) -> list[Run]:

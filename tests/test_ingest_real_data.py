@@ -13,7 +13,7 @@ import pytest
 from assay.catalog.dataset_versions import list_versions
 from assay.catalog.engine import reset_engines, session_scope
 from assay.config import load_settings
-from assay.ingest import IngestResult, discover, ingest_path
+from assay.jobs.ingest import IngestResult, discover, ingest_path
 from assay.query.duck import run_user_query
 
 Ingested = dict[str, IngestResult]

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from assay.errors import UsageError
-from assay.evaluation import evaluate
-from assay.ingest import ingest_path
-from assay.leaderboard import LeaderboardQuery, available_aspects, leaderboard
+from assay.jobs.evaluation import evaluate
+from assay.jobs.ingest import ingest_path
+from assay.jobs.scoring import score_dataset
 from assay.metrics.registry import MetricSpec
-from assay.scoring import score_dataset
+from assay.query.leaderboard import LeaderboardQuery, available_aspects, leaderboard
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 A user's metric is added by installing a distribution that declares an entry point; nothing in
 Assay changes. The test builds such a distribution for real (a package and its ``.dist-info``
 folder with ``METADATA`` and ``entry_points.txt``, which is what pip writes), puts its folder on
-``sys.path`` and scores a dataset with it through :mod:`assay.scoring`.
+``sys.path`` and scores a dataset with it through :mod:`assay.jobs.scoring`.
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from assay import scoring
 from assay.catalog.engine import session_scope
 from assay.catalog.models import ResultFile, Run
 from assay.config import load_settings
 from assay.errors import NotFoundError, UsageError
 from assay.fixtures import fixtures_dir
-from assay.ingest import ingest_path
+from assay.jobs import scoring
+from assay.jobs.ingest import ingest_path
 from assay.metrics.registry import ENTRY_POINT_GROUP, MetricSpec, create_metric, metric_class, metric_names
 
 BUILT_IN = {

@@ -14,11 +14,11 @@ from assay.catalog.engine import session_scope
 from assay.catalog.models import ResultFile, Run
 from assay.cli.main import cli
 from assay.config import load_settings
-from assay.ingest import ingest_path
+from assay.jobs.ingest import ingest_path
+from assay.jobs.model_selection import select_models
+from assay.jobs.scoring import finish_scoring, plan_scoring, score_shard
 from assay.metrics.registry import MetricSpec, create_metric
-from assay.model_selection import select_models
 from assay.results.export import scored_segments
-from assay.scoring import finish_scoring, plan_scoring, score_shard
 from assay.stats.model_selection import model_selection, sample_hybrid_systems
 
 

@@ -18,9 +18,8 @@ from assay.catalog.models import Run
 from assay.config import load_settings
 from assay.datasets import store
 from assay.errors import UsageError
-from assay.ingest import ingest_path
-from assay.metrics.registry import MetricSpec
-from assay.quality_drift import (
+from assay.jobs.ingest import ingest_path
+from assay.jobs.quality_drift import (
     bin_edges,
     bin_index,
     draw_samples,
@@ -30,6 +29,7 @@ from assay.quality_drift import (
     score_sample,
     split_pools,
 )
+from assay.metrics.registry import MetricSpec
 from assay.results import segment_scores
 
 SENTBLEU = MetricSpec("sentbleu")

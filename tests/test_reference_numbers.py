@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from assay.catalog.engine import reset_engines
-from assay.evaluation import evaluate
-from assay.ingest import ingest_path
+from assay.jobs.evaluation import evaluate
+from assay.jobs.ingest import ingest_path
+from assay.jobs.scoring import finish_scoring, plan_scoring, score_shard
 from assay.metrics.registry import MetricSpec
-from assay.scoring import finish_scoring, plan_scoring, score_shard
 
 # REFERENCE_NUMBERS.md, "sentBLEU, independent (sacrebleu sentence_bleu defaults) tau/r"
 SENTBLEU_WMT17 = {

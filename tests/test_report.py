@@ -16,15 +16,15 @@ from typing import Any
 
 import pytest
 
-from assay.evaluation import evaluate
 from assay.fixtures import fixtures_dir
-from assay.ingest import derive_version, ingest_path
+from assay.jobs.evaluation import evaluate
+from assay.jobs.ingest import derive_version, ingest_path
+from assay.jobs.model_selection import select_models
+from assay.jobs.scoring import finish_scoring, plan_scoring, score_shard
 from assay.metrics.registry import MetricSpec
-from assay.model_selection import select_models
 from assay.report import REPORT_FILE, build_report
 from assay.report.reference import BERTSCORE_TABLE1, BLEURT_TABLE2
 from assay.report.svg import nice_domain, tick_label
-from assay.scoring import finish_scoring, plan_scoring, score_shard
 from tests.report_support import open_page, require_browser
 
 DEMO_WMT = fixtures_dir() / "demo-wmt"

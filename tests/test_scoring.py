@@ -16,11 +16,11 @@ from assay.catalog.engine import session_scope
 from assay.config import load_settings
 from assay.datasets import store
 from assay.fixtures import fixtures_dir
-from assay.ingest import ingest_path
+from assay.jobs.ingest import ingest_path
+from assay.jobs.scoring import finish_scoring, plan_scoring, score_shard
 from assay.metrics.lexical import ChrF, CorpusBLEU, RougeL, SentenceBLEU
 from assay.metrics.registry import MetricSpec, create_metric, metric_names
 from assay.results.export import scored_segments
-from assay.scoring import finish_scoring, plan_scoring, score_shard
 
 DEMO_WMT = fixtures_dir() / "demo-wmt"
 
@@ -179,7 +179,7 @@ def _runs() -> list:
 
 
 def test_planning_writes_no_run_and_a_cached_plan_needs_none() -> None:
-    from assay.scoring import discard, score_dataset
+    from assay.jobs.scoring import discard, score_dataset
 
     ingest_path(DEMO_WMT)
     plan = plan_scoring("wmt99", MetricSpec("chrf"), shard_size=10)
@@ -201,7 +201,7 @@ def test_bleu_neighbors_abstentions_are_stored_as_null() -> None:
     """BLEU Neighbors declares may_abstain: a NaN ("no prediction", Ethayarajh & Sadigh 2020 eq. 3)
     is stored as null, where any other metric's NaN is refused. On 36 demo segments most
     neighbourhoods have fewer than a = 5 members, so most predictions are undefined."""
-    from assay.scoring import score_dataset
+    from assay.jobs.scoring import score_dataset
 
     ingest_path(DEMO_WMT)
     summary = score_dataset("wmt99", MetricSpec("bleu-neighbors"))
@@ -287,7 +287,7 @@ def _two_language_dataset(tmp_path: Path) -> Path:
 def test_language_pairs_the_model_does_not_cover_are_left_out(tmp_path: Path) -> None:
     """The embedded MiniLM covers English targets only: en-de is left out and the plan says so in
     one line, unless the caller allows any language."""
-    from assay.scoring import discard, target_language
+    from assay.jobs.scoring import discard, target_language
 
     assert (target_language("de-en"), target_language("EN-ZH"), target_language("summarization")) == \
         ("en", "zh", None)

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from assay.evaluation import evaluate
-from assay.ingest import ingest_path
+from assay.jobs.evaluation import evaluate
+from assay.jobs.ingest import ingest_path
+from assay.jobs.scoring import finish_scoring, plan_scoring, score_shard
 from assay.metrics.registry import MetricSpec
 from assay.report import build_report
-from assay.scoring import finish_scoring, plan_scoring, score_shard
 
 LINES = 400
 

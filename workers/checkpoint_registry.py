@@ -1,5 +1,5 @@
 """Registering and exporting checkpoint folders: the facts the catalog records, read from the
-folder by code that can load it (:mod:`assay.checkpoints` writes the rows).
+folder by code that can load it (:mod:`assay.checkpoints.registry` writes the rows).
 
 A folder is registered only after it was verified end to end: the JSON validates, every file is
 there, the weights load strictly from safetensors, the tokenizer matches the encoder and the model
@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 from assay.atomic import atomic_path
-from assay.checkpoints import CheckpointFacts, Registered, register, resolve_folder
+from assay.checkpoints.registry import CheckpointFacts, Registered, register, resolve_folder
 from assay.config import Settings
 from assay.errors import UsageError
 from assay.workers.checkpoint import (

@@ -1,4 +1,4 @@
-"""Scanning the watched folders (:mod:`assay.watched_folders`) and registering new checkpoints.
+"""Scanning the watched folders (:mod:`assay.nightly.watched_folders`) and registering new checkpoints.
 
 Each immediate subfolder of a watched folder that holds ``assay_checkpoint.json`` is a candidate.
 It is left for a later scan when it may still be in the making:
@@ -32,7 +32,7 @@ from assay.catalog.engine import session_scope
 from assay.catalog.models import Checkpoint
 from assay.config import Settings
 from assay.errors import AssayError, UsageError
-from assay.watched_folders import watched
+from assay.nightly.watched_folders import watched
 from assay.workers.checkpoint import CONFIG_FILE, checkpoint_digest
 from assay.workers.checkpoint_registry import register_folder
 

@@ -26,8 +26,8 @@ from assay.catalog.engine import session_scope
 from assay.config import Settings, load_settings
 from assay.datasets import store
 from assay.errors import UsageError
+from assay.jobs.runs import RecordedFile, RunRecorder
 from assay.metrics.signature import model_field, package_version, render_signature, short_digest
-from assay.runs import RecordedFile, RunRecorder
 from assay.workers.embedded_model import DEFAULT_LAYER, DEFAULT_MODEL_NAME
 
 HEADER = "LAYER,P,R,F"

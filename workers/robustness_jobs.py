@@ -22,12 +22,12 @@ from typing import Any
 
 from sqlalchemy import select
 
-from assay import quality_drift as qd
 from assay.catalog.engine import session_scope
 from assay.catalog.models import Checkpoint
 from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED, Settings, load_settings
 from assay.errors import NotFoundError, UsageError
-from assay.evaluation import evaluate
+from assay.jobs import quality_drift as qd
+from assay.jobs.evaluation import evaluate
 from assay.metrics.registry import MetricSpec
 from assay.training import robustness as rb
 from assay.training.plan import plan_finetune

@@ -23,11 +23,11 @@ from typing import Any
 import pyarrow as pa
 
 from assay.atomic import write_parquet, write_text
-from assay.checkpoints import resolve_folder
+from assay.checkpoints.registry import resolve_folder
 from assay.config import Settings
 from assay.errors import AssayError, NotFoundError, UsageError
+from assay.jobs.runs import RunRecorder
 from assay.provenance import code_version
-from assay.runs import RunRecorder
 from assay.training.plan import StagePlan, finetune_table
 from assay.workers.checkpoint import CONFIG_FILE, checkpoint_digest
 from assay.workers.checkpoint_registry import register_folder

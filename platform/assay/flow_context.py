@@ -2,7 +2,7 @@
 
 The platform never imports Prefect (arrows point down), yet every run row records the Prefect
 flow-run id when there is one. So the flow layer registers a provider here when it is imported
-(the flow layer's package), and :class:`assay.runs.RunRecorder` asks it. This module imports nothing, so
+(the flow layer's package), and :class:`assay.jobs.runs.RunRecorder` asks it. This module imports nothing, so
 registering costs nothing.
 """
 

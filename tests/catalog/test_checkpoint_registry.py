@@ -1,4 +1,4 @@
-"""The checkpoint registry (``assay.checkpoints``): one entry per content digest, unique names,
+"""The checkpoint registry (``assay.checkpoints.registry``): one entry per content digest, unique names,
 references by name or digest prefix, lineage chains, and names that cannot inject anything.
 
 These tests write registry rows from facts directly (no model is loaded); registering real folders
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from assay.catalog.engine import session_scope
-from assay.checkpoints import (
+from assay.checkpoints.registry import (
     CheckpointFacts,
     describe,
     find,

@@ -39,7 +39,7 @@ VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]
 
 @pytest.fixture(scope="session")
 def wmt_template(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Path:
-    from assay.ingest import ingest_path
+    from assay.jobs.ingest import ingest_path
 
     home = tmp_path_factory.mktemp("synthetic-wmt-home")
     before = os.environ.get("ASSAY_HOME")

@@ -10,7 +10,7 @@ import pytest
 
 from assay.config import load_settings
 from assay.errors import UsageError
-from assay.ingest import derive_version
+from assay.jobs.ingest import derive_version
 from assay.synthetic import KINDS, build_corpus
 from assay.synthetic.corpus import english_sides, excluded_texts
 

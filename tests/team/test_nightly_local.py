@@ -22,10 +22,10 @@ from tests.team_platform.nightly_support import least_squares_checkpoint, negate
 def test_sweep_evaluates_once_flags_the_regression_and_then_does_nothing(shared_data: Path, tmp_path: Path) -> None:
     from assay.cli.runner import run_flow
     from assay.config import load_settings
-    from assay.evaluation_ledger import history
-    from assay.ingest import ingest_path
-    from assay.regressions import list_regressions
-    from assay.suites import define_suite
+    from assay.jobs.ingest import ingest_path
+    from assay.nightly.ledger import history
+    from assay.nightly.regressions import list_regressions
+    from assay.nightly.suites import define_suite
     from assay.workers.checkpoint import create_from_encoder
     from assay.workers.checkpoint_registry import register_folder
 

@@ -35,6 +35,6 @@ def catalog(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
 @pytest.fixture
 def wmt16(shared_data: Path) -> str:
     """WMT16 segment-level DA (7 language pairs x 560 segments), ingested into the current catalog."""
-    from assay.ingest import ingest_path
+    from assay.jobs.ingest import ingest_path
 
     return ingest_path(shared_data / "wmt16-da-seg").label

@@ -43,7 +43,7 @@ REPO = Path(__file__).resolve().parents[2]
 def team(postgres_url: str, shared_data: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Settings]:
     """A PostgreSQL catalog migrated by `assay db upgrade`, with WMT16 and WebNLG 2017 ingested."""
     from assay.cli.main import cli
-    from assay.ingest import ingest_path
+    from assay.jobs.ingest import ingest_path
 
     monkeypatch.setenv("ASSAY_CATALOG_URL", postgres_url)
     reset_engines()
@@ -171,7 +171,7 @@ def test_a_killed_request_is_marked_crashed_and_its_rerun_computes_only_what_is_
 
 def test_runs_of_a_crashed_flow_run_are_marked_crashed(catalog: Settings) -> None:
     """The flow layer's reconciler: every run still running in the crashed flow run, and no other."""
-    from assay.runs import mark_crashed_by_flow_run
+    from assay.jobs.runs import mark_crashed_by_flow_run
 
     now = datetime.now(UTC)
     rows = {"a": ("running", "fr-1"), "b": ("running", "fr-1"), "c": ("completed", "fr-1"),

@@ -1,9 +1,9 @@
-"""The nightly ledger (``assay.evaluation_ledger``) on SQLite and on the real PostgreSQL server:
+"""The nightly ledger (``assay.nightly.ledger``) on SQLite and on the real PostgreSQL server:
 what is pending, atomic claims (also with many threads, each on its own connection, racing for
 the same item), completion and failure by the claim holder only, crash recovery with an attempt
 limit, and the history the report reads.
 
-Checkpoint rows are written from facts (``assay.checkpoints.register``; no model is loaded: the
+Checkpoint rows are written from facts (``assay.checkpoints.registry.register``; no model is loaded: the
 ledger only reads their digests, names and lineage). The datasets are the real WMT16 DA release and
 a derived subset of it.
 """
@@ -19,10 +19,10 @@ from sqlalchemy import select
 
 from assay.catalog.engine import session_scope
 from assay.catalog.models import SuiteEvaluation
-from assay.checkpoints import CheckpointFacts, register
+from assay.checkpoints.registry import CheckpointFacts, register
 from assay.config import Settings
 from assay.errors import UsageError
-from assay.evaluation_ledger import (
+from assay.nightly.ledger import (
     Claim,
     WorkItem,
     attempts_by_key,
@@ -35,7 +35,7 @@ from assay.evaluation_ledger import (
     pending_items,
     running_items,
 )
-from assay.suites import Suite, define_suite
+from assay.nightly.suites import Suite, define_suite
 from tests.robustness_support import subset
 
 

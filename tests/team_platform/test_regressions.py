@@ -1,4 +1,4 @@
-"""Regression detection against the team's best checkpoint (assay.regressions), on real data.
+"""Regression detection against the team's best checkpoint (assay.nightly.regressions), on real data.
 
 A real WMT17 subset (de-en, the first 200 items: 223 judged segments) and three checkpoints on a
 tiny RANDOM encoder whose order is known by construction (tests/team_platform/nightly_support.py):
@@ -29,14 +29,14 @@ from assay.config import DEFAULT_SEED, load_settings
 from assay.datasets import store
 from assay.datasets.human import human_array
 from assay.errors import NotFoundError, UsageError
-from assay.evaluation import ScoredMetric, evaluate, score_lookup
-from assay.ingest import ingest_path
+from assay.jobs.evaluation import ScoredMetric, evaluate, score_lookup
+from assay.jobs.ingest import ingest_path
+from assay.jobs.scoring import score_dataset
 from assay.metrics.registry import MetricSpec
-from assay.regressions import Finding, SuiteCell, compare_with_best, list_regressions, record, suite_cells
+from assay.nightly.regressions import Finding, SuiteCell, compare_with_best, list_regressions, record, suite_cells
+from assay.nightly.suites import SuiteEntry
 from assay.results.segment_scores import segment_key
-from assay.scoring import score_dataset
 from assay.stats import permutation_test
-from assay.suites import SuiteEntry
 from tests.robustness_support import save_tiny_encoder, subset, use_home
 from tests.team_platform.nightly_support import (
     add_ledger_row,
@@ -175,7 +175,7 @@ def test_a_clearly_worse_checkpoint_is_a_regression_against_the_best(state: dict
         assert f.p_value < 0.05
         # that night's evaluation had both signatures: its stored p-values were used
         assert f.evaluate_run_id == state["nights"]["flipped"]["run_id"]
-    # the nightly flow passes a suite's entries (assay.suites.SuiteEntry): the same cells, the same findings
+    # the nightly flow passes a suite's entries (assay.nightly.suites.SuiteEntry): the same cells, the same findings
     settings = load_settings()
     with session_scope(settings) as session:
         version = resolve(session, state["dataset"])

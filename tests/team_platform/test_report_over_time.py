@@ -4,7 +4,7 @@ The bundled WMT-shaped demo (2 language pairs x 3 systems x 6 segments) is score
 checkpoints on a tiny RANDOM encoder (tests/team_platform/nightly_support.py): ``fit`` (head fitted
 by least squares on the demo: the best by construction), ``flipped`` (``fit`` negated: clearly
 worse) and ``other`` (a random head; its own lineage). The nightly evaluations finish on three
-different days; the regression check (assay.regressions) runs after each and is recorded.
+different days; the regression check (assay.nightly.regressions) runs after each and is recorded.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 
 from assay.config import load_settings
-from assay.evaluation import evaluate
 from assay.fixtures import fixtures_dir
-from assay.ingest import ingest_path
+from assay.jobs.evaluation import evaluate
+from assay.jobs.ingest import ingest_path
+from assay.jobs.scoring import score_dataset
 from assay.metrics.registry import MetricSpec
-from assay.regressions import compare_with_best, list_regressions, record, suite_cells
+from assay.nightly.regressions import compare_with_best, list_regressions, record, suite_cells
 from assay.report import build_report
-from assay.scoring import score_dataset
 from tests.report_support import open_page, require_browser
 from tests.robustness_support import save_tiny_encoder, use_home
 from tests.team_platform.nightly_support import (

@@ -1,4 +1,4 @@
-"""The signature lock (assay.signature_lock) on both catalog backends: SQLite (a lock file under
+"""The signature lock (assay.jobs.signature_lock) on both catalog backends: SQLite (a lock file under
 ASSAY_HOME/locks, fcntl.flock) and the real PostgreSQL server (a session-level advisory lock).
 
 The other holder is a real process, so "cross-process" and "released when its process dies" are
@@ -19,12 +19,12 @@ from collections.abc import Iterator
 import pytest
 
 from assay.config import Settings
-from assay.signature_lock import LockTimeout, lock_file, signature_lock, uses_postgres
+from assay.jobs.signature_lock import LockTimeout, lock_file, signature_lock, uses_postgres
 
 HOLDER = """
 import sys
 from assay.config import load_settings
-from assay.signature_lock import signature_lock
+from assay.jobs.signature_lock import signature_lock
 with signature_lock(load_settings(), sys.argv[1], sys.argv[2]):
     print("held", flush=True)
     sys.stdin.read()

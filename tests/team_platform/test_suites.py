@@ -1,4 +1,4 @@
-"""Evaluation suites (``assay.suites``, ``assay suite ...``): canonical definitions and their
+"""Evaluation suites (``assay.nightly.suites``, ``assay suite ...``): canonical definitions and their
 signature, idempotent versioned definition (also under concurrency, on SQLite and PostgreSQL),
 pinning by version, validation that writes nothing, and the command line.
 
@@ -22,8 +22,8 @@ from assay.catalog.engine import session_scope
 from assay.catalog.models import Suite as SuiteRow
 from assay.config import Settings, load_settings
 from assay.errors import AssayError, NotFoundError, UsageError
-from assay.evaluation import _check_request
-from assay.suites import (
+from assay.jobs.evaluation import _check_request
+from assay.nightly.suites import (
     SuiteNotFound,
     default_entries,
     define_suite,
@@ -58,8 +58,8 @@ def test_definition_is_canonical_idempotent_and_versioned(catalog: Settings, wmt
     suite, created = define_suite(catalog, "nightly", [SEG_ENTRY])
     assert created and (suite.name, suite.version) == ("nightly", 1)
     assert wmt16 == "wmt16@1"
-    # the signature is sha256 of the canonical JSON written out here (docstring of assay.suites):
-    # a bare name pinned to its version, statistics in assay.evaluation's order
+    # the signature is sha256 of the canonical JSON written out here (docstring of assay.nightly.suites):
+    # a bare name pinned to its version, statistics in assay.jobs.evaluation's order
     expected = {"entries": [{"dataset": "wmt16@1", "digest": _digest(catalog, "wmt16"), "groups": None,
                              "levels": ["seg"], "statistics": ["pearson", "kendall"]}],
                 "format": "assay-suite", "format_version": 1}
@@ -94,7 +94,7 @@ def test_definition_is_canonical_idempotent_and_versioned(catalog: Settings, wmt
 
 
 def test_levels_statistics_and_groups_are_what_evaluate_accepts(shared_data: Path) -> None:
-    from assay.ingest import ingest_path
+    from assay.jobs.ingest import ingest_path
 
     settings = load_settings()
     ingest_path(shared_data / "wmt17-da")
@@ -159,7 +159,7 @@ def test_bad_definitions_are_refused_and_write_nothing(wmt16: str, name: str, en
 
 def test_same_content_under_two_dataset_names_is_refused(wmt16: str) -> None:
     from assay.datasets import store
-    from assay.ingest import derive_version
+    from assay.jobs.ingest import derive_version
 
     settings = load_settings()
     with session_scope(settings) as session:

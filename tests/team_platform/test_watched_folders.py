@@ -1,4 +1,4 @@
-"""Watched checkpoint folders (``assay.watched_folders``) and their scan
+"""Watched checkpoint folders (``assay.nightly.watched_folders``) and their scan
 (``assay.workers.checkpoint_watch``, ``assay checkpoints watch|unwatch|watched|scan``).
 
 The checkpoints are real Assay checkpoint folders made by ``create_from_encoder`` from a tiny
@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from assay.checkpoints import list_checkpoints
+from assay.checkpoints.registry import list_checkpoints
 from assay.config import Settings, load_settings
 from assay.errors import UsageError
-from assay.watched_folders import unwatch, watch, watched
+from assay.nightly.watched_folders import unwatch, watch, watched
 from tests.robustness_support import save_tiny_encoder
 
 SETTLE = 60.0

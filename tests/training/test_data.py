@@ -15,7 +15,7 @@ import pytest
 from assay.config import load_settings
 from assay.datasets import store
 from assay.errors import InputError
-from assay.ingest import ingest_path
+from assay.jobs.ingest import ingest_path
 from assay.workers.training import Objective, training_table_from_segments
 from assay.workers.training.data import (
     Standardisation,

@@ -25,9 +25,9 @@ from assay.catalog.models import Checkpoint, DatasetVersion, ResultFile, Run
 from assay.config import load_settings
 from assay.datasets import store
 from assay.errors import UsageError
-from assay.ingest import ingest_path
+from assay.jobs.ingest import ingest_path
+from assay.jobs.quality_drift import drift_name
 from assay.metrics.registry import MetricSpec
-from assay.quality_drift import drift_name
 from assay.training import robustness as rb
 from assay.training.plan import plan_finetune
 from assay.workers.robustness_jobs import prepare_drift, prepare_webnlg, run_experiment

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from assay.ingest import ingest_path
+from assay.jobs.ingest import ingest_path
 from assay.metrics.registry import MetricSpec
 from assay.report import build_report
 from assay.training import robustness as rb

@@ -24,13 +24,13 @@ import torch
 from safetensors.torch import load_file, save_file
 from transformers import BertConfig, BertModel, BertTokenizer
 
-from assay import scoring
 from assay.catalog.engine import session_scope
 from assay.catalog.models import ResultFile, Run
 from assay.config import load_settings
 from assay.errors import MetricOutputError, UndigestedModelError
 from assay.fixtures import fixtures_dir
-from assay.ingest import ingest_path
+from assay.jobs import scoring
+from assay.jobs.ingest import ingest_path
 from assay.metrics.registry import MetricSpec
 from assay.workers.bertscore import BERTScorer
 from assay.workers.checkpoint import WEIGHTS_FILE, create_from_encoder

@@ -137,7 +137,7 @@ class Run(Base):
 
 class Checkpoint(Base):
     """A learned-metric checkpoint (safetensors folder) registered for scoring, once per content
-    digest, under a unique name; ``lineage`` says what made it (see :mod:`assay.checkpoints`)."""
+    digest, under a unique name; ``lineage`` says what made it (see :mod:`assay.checkpoints.registry`)."""
 
     __tablename__ = "checkpoints"
     __table_args__ = (
@@ -184,7 +184,7 @@ class ResultFile(Base):
 class Suite(Base):
     """A named, versioned evaluation suite: datasets pinned by version x levels x statistics.
 
-    ``definition`` is the canonical JSON (see :mod:`assay.suites`); ``signature`` is its content
+    ``definition`` is the canonical JSON (see :mod:`assay.nightly.suites`); ``signature`` is its content
     hash, part of the nightly ledger's key. A changed definition is a new version, never an edit.
     """
 

@@ -30,8 +30,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from assay.atomic import write_text
-from assay.checkpoints import labels_by_digest
+from assay.checkpoints.registry import labels_by_digest
 from assay.config import Settings, load_settings
+from assay.jobs.runs import RunRecorder
 from assay.provenance import code_version
 from assay.report.collect import correlation_rows, dataset_versions, latest_evaluations
 from assay.report.context import ReportContext
@@ -50,7 +51,6 @@ from assay.report.sections import (
     systems,
 )
 from assay.report.svg import esc
-from assay.runs import RunRecorder
 from assay.training.robustness import read_results
 
 __all__ = ["REPORT_FILE", "build_report"]

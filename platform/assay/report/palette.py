@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.checkpoints import lineage_text
+from assay.checkpoints.registry import lineage_text
 from assay.metrics.signature import parse_signature
 
 TABLEAU10 = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",

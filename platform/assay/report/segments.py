@@ -5,7 +5,7 @@ Segment level: the human score is the one the evaluation correlates (``human_z``
 has it, else ``human_raw``); a plot shows a uniform random sample of at most ``limit`` segments,
 the same segments for every metric.
 
-System level: the points are read from what :func:`assay.evaluation.evaluate` stored with its
+System level: the points are read from what :func:`assay.jobs.evaluation.evaluate` stored with its
 run (``results/system_points``); the report recomputes nothing.
 """
 

@@ -66,7 +66,7 @@ def _stored_signature(settings: Settings, store_path: str, metric: Metric, keys:
     """The signature the judged segments were scored under. For metrics whose scores depend on the
     scored set (idf, leave-one-out), that is the signature of the scope that was scored: the judged
     segments, or every output; the first that covers all judged segments is taken."""
-    from assay.scoring import scope_rows, scoped_signature
+    from assay.jobs.scoring import scope_rows, scoped_signature
 
     if not metric.depends_on_scored_set:
         return metric.signature()

@@ -40,8 +40,8 @@ from assay.datasets import store
 from assay.datasets.names import validate_name
 from assay.datasets.schema import TABLES, parser_schema
 from assay.errors import UsageError
+from assay.jobs.runs import RunRecorder
 from assay.provenance import code_version, short, table_digest
-from assay.runs import RunRecorder
 from assay.synthetic.corpus import SYNTHETIC_FORMAT, resolve_sources
 from assay.synthetic.spec import SynthesisSpec
 from assay.synthetic.synthesize import (

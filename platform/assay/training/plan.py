@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from assay.catalog.dataset_versions import resolve
 from assay.catalog.engine import session_scope
-from assay.checkpoints import validate_checkpoint_name
+from assay.checkpoints.registry import validate_checkpoint_name
 from assay.config import DEFAULT_SEED, Settings
 from assay.datasets import store
 from assay.datasets.human import human_array

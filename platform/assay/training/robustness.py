@@ -5,7 +5,7 @@ Both experiments train one learned metric per *variant* and *point*, and correla
 humans on held-out data, beside fixed baselines:
 
 * **Quality drift (§5.2).** For each skew factor α, the train sample keeps low-rated records and
-  the test sample high-rated ones (B.3; the samples are drawn by :mod:`assay.quality_drift`). A
+  the test sample high-rated ones (B.3; the samples are drawn by :mod:`assay.jobs.quality_drift`). A
   variant is fine-tuned on the train sample of α and evaluated on the test sample of the same α,
   so a point is one step along the diagonal of the paper's Figure 2 (train skew = test skew).
 * **WebNLG (§5.3).** "The data has no natural split between train and test ... We allocate 0% to
@@ -61,15 +61,15 @@ from assay.atomic import unique_part_name, write_parquet
 from assay.catalog.dataset_versions import resolve
 from assay.catalog.engine import session_scope
 from assay.catalog.models import Checkpoint
-from assay.checkpoints import validate_checkpoint_name
+from assay.checkpoints.registry import validate_checkpoint_name
 from assay.config import Settings
 from assay.datasets import store
 from assay.datasets.human import human_array
 from assay.errors import NotFoundError, UsageError
-from assay.ingest import derive_version
+from assay.jobs.ingest import derive_version
+from assay.jobs.runs import RecordedFile, RunRecorder
 from assay.metrics.registry import MetricSpec, create_metric
 from assay.provenance import code_version
-from assay.runs import RecordedFile, RunRecorder
 
 EXPERIMENTS = ("drift", "webnlg")
 #: the statistics every point is evaluated with (the paper reports Kendall τ; Pearson r beside it)
@@ -514,7 +514,7 @@ def headline_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 def point_rows(point: dict[str, Any], scored: Sequence[Scored], evaluation: dict[str, Any],
                aspects: Sequence[str]) -> list[dict[str, Any]]:
     """The result rows of one test version on the experiment's ``aspects``: ``evaluation`` is
-    :func:`assay.evaluation.evaluate`'s answer on it, ``point`` the point's columns (``alpha`` or
+    :func:`assay.jobs.evaluation.evaluate`'s answer on it, ``point`` the point's columns (``alpha`` or
     ``share``, ``share_actual``, ``split_by``, ``test_dataset``, ``test_digest``)."""
     by_signature: dict[str, list[Scored]] = {}
     for s in scored:

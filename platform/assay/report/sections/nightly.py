@@ -4,7 +4,7 @@ For every suite, dataset version, level and statistic, one chart: x is the time 
 (:class:`assay.catalog.models.SuiteEvaluation`, status completed) finished, y the checkpoint's
 correlation as its own evaluation run stored it (``results/correlations``); checkpoints of one
 lineage (the same root ancestor through ``checkpoints.parent_id``, e.g. every fine-tuning of one
-pre-trained model) are one connected line. Regressions recorded by :mod:`assay.regressions`
+pre-trained model) are one connected line. Regressions recorded by :mod:`assay.nightly.regressions`
 (significantly worse than the team's best) are drawn with a hollow diamond and listed in a table
 with their p-values and tests. The chart shows the mean over groups (``all``), or the groups
 themselves where an evaluation has no mean, as the regression check compares them.
@@ -23,9 +23,9 @@ from sqlalchemy import select
 
 from assay.catalog.engine import session_scope
 from assay.catalog.models import Checkpoint, DatasetVersion, Suite, SuiteEvaluation
-from assay.checkpoints import lineage_text
+from assay.checkpoints.registry import lineage_text
 from assay.metrics.signature import parse_signature, short_digest
-from assay.regressions import MEAN_GROUP, list_regressions
+from assay.nightly.regressions import MEAN_GROUP, list_regressions
 from assay.report.charts import Marker, Point, Series, line_chart
 from assay.report.context import LEVEL_NAMES, ReportContext, signed, slug, statistic_name
 from assay.report.palette import DARKER, TABLEAU10

@@ -3,7 +3,7 @@
 A scoring request plans against the results store (the keys already stored under its signature),
 then writes one Parquet part per shard. Two identical requests planned at the same moment would
 both compute the same keys and store them twice, so a request holds an exclusive lock on its
-(metric name, signature) from its final plan to its recorded run (:mod:`assay.scoring`); a second
+(metric name, signature) from its final plan to its recorded run (:mod:`assay.jobs.scoring`); a second
 identical request waits, then plans again and finds the first one's parts.
 
 Why a lock and not a "claim" row in the catalog: a claim row outlives a process that is killed
@@ -21,7 +21,7 @@ holder dies, with nothing to clean up:
   kernel drops the lock when the holder's file descriptor closes, which death does.
 
 So "a run row is ``running`` but nobody holds its signature's lock" proves its process died: the
-scorer that takes the lock marks such rows ``crashed`` (:func:`assay.runs.mark_crashed`).
+scorer that takes the lock marks such rows ``crashed`` (:func:`assay.jobs.runs.mark_crashed`).
 
 The lock is not re-entrant: taking a lock this thread already holds raises instead of waiting for
 itself forever. Other threads and processes wait (or time out with :class:`LockTimeout`).

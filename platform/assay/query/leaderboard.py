@@ -21,7 +21,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from assay.checkpoints import labels_by_digest, lineage_text
+from assay.checkpoints.registry import labels_by_digest, lineage_text
 from assay.config import Settings, load_settings
 from assay.datasets.names import DatasetRef
 from assay.errors import NotFoundError, UsageError

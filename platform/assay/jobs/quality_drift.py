@@ -58,11 +58,11 @@ from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED, Settings, load_setting
 from assay.datasets import store
 from assay.datasets.human import human_array
 from assay.errors import UsageError
-from assay.evaluation import SEG_STATS, evaluate
-from assay.ingest import derive_version
+from assay.jobs.evaluation import SEG_STATS, evaluate
+from assay.jobs.ingest import derive_version
+from assay.jobs.runs import RunRecorder
+from assay.jobs.scoring import compute_plan, plan_scoring
 from assay.metrics.registry import MetricSpec, metric_class
-from assay.runs import RunRecorder
-from assay.scoring import compute_plan, plan_scoring
 
 #: The skew factors of the paper's Figure 1 and 2.
 ALPHAS: tuple[float, ...] = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
@@ -271,7 +271,7 @@ def evaluate_sample(test: DriftSample, train: DriftSample | None, signatures: di
                     statistic: str = "kendall", seed: int = DEFAULT_SEED, n_resamples: int = DEFAULT_RESAMPLES,
                     settings: Settings | None = None) -> list[dict[str, Any]]:
     """Segment-level agreement on one test sample, one row per (metric, group); group ``all`` is
-    the mean over groups, as in :func:`assay.evaluation.evaluate`. ``signatures`` maps each
+    the mean over groups, as in :func:`assay.jobs.evaluation.evaluate`. ``signatures`` maps each
     scored signature to its metric name."""
     result = evaluate(test.label, level="seg", metrics=list(signatures), statistics=[statistic], seed=seed,
                       n_resamples=n_resamples, settings=settings)

@@ -15,7 +15,7 @@ as before: identical tables return the existing version. What the source check c
 change in Assay's parsers themselves; ``reparse=True`` (``assay ingest --reparse``) parses anyway.
 
 Only an ingest that creates a version records a run (``kind="ingest"``, through
-:class:`assay.runs.RunRecorder`, inputs by digest: the source files and the new version). A no-op
+:class:`assay.jobs.runs.RunRecorder`, inputs by digest: the source files and the new version). A no-op
 records nothing: it wrote nothing and changed nothing, and the version's own run already says where
 it came from; a run row per unchanged nightly re-ingest would only bury the ones that did work.
 """
@@ -42,8 +42,8 @@ from assay.datasets import formats, store
 from assay.datasets.names import slug, validate_name
 from assay.datasets.parsed import ParsedDataset, SourceFile
 from assay.errors import InputError
+from assay.jobs.runs import RunRecorder
 from assay.provenance import code_version, short, table_digest
-from assay.runs import RunRecorder
 
 #: the key of ``DatasetVersion.info`` (and of the manifest) that holds :func:`source_key`
 SOURCE_KEY = "ingest"

@@ -23,10 +23,10 @@ from assay.catalog.engine import session_scope
 from assay.catalog.models import Run
 from assay.config import Settings, load_settings
 from assay.errors import NotFoundError, UsageError
-from assay.evaluation import evaluate
+from assay.jobs.evaluation import evaluate
+from assay.jobs.runs import RunRecorder
+from assay.jobs.scoring import discard, plan_scoring, score_dataset
 from assay.metrics.registry import MetricSpec
-from assay.runs import RunRecorder
-from assay.scoring import discard, plan_scoring, score_dataset
 
 RERUNNABLE = ("score", "evaluate")
 

@@ -36,7 +36,7 @@ system-level bootstrap does. Whether a signature is corpus-level is read from wh
 rows carry sufficient statistics), not from the metric registry.
 
 Evaluate writes correlations, significance and, at system level, the system points the report
-draws (:mod:`assay.results.correlations`), and records the run (:class:`assay.runs.RunRecorder`).
+draws (:mod:`assay.results.correlations`), and records the run (:class:`assay.jobs.runs.RunRecorder`).
 """
 
 from __future__ import annotations
@@ -60,10 +60,10 @@ from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED, Settings, load_setting
 from assay.datasets import store
 from assay.datasets.human import human_array, human_score
 from assay.errors import UsageError
+from assay.jobs.runs import RecordedFile, RunRecorder, new_run_id
 from assay.metrics.registry import metric_class
 from assay.provenance import code_version
 from assay.results import correlations, segment_scores
-from assay.runs import RecordedFile, RunRecorder, new_run_id
 from assay.stats import (
     MetricTies,
     assign_clusters,

@@ -1,7 +1,7 @@
 """The nightly ledger: each (checkpoint, dataset version, suite) is evaluated exactly once.
 
 The unit of nightly work is a :class:`WorkItem`: one registered checkpoint on one entry (dataset
-version) of a suite (:mod:`assay.suites`). Its key is (checkpoint digest, dataset version digest,
+version) of a suite (:mod:`assay.nightly.suites`). Its key is (checkpoint digest, dataset version digest,
 suite signature), the unique constraint of the catalog table ``suite_evaluations``, so the same
 content is never evaluated twice, whatever the names, whichever process asks and however often
 the nightly flow is triggered (by an event and by the cron sweep that catches what it missed).
@@ -39,7 +39,7 @@ from assay.catalog.models import Checkpoint, Dataset, DatasetVersion, SuiteEvalu
 from assay.catalog.models import Suite as SuiteRow
 from assay.config import Settings
 from assay.errors import UsageError
-from assay.suites import Suite
+from assay.nightly.suites import Suite
 
 __all__ = [
     "DEFAULT_MAX_ATTEMPTS",

@@ -2,13 +2,13 @@
 
 A suite is a named, versioned list of entries; each entry pins one dataset version (by number and
 content digest) and says at which levels (``seg``, ``sys``) and with which statistics it is
-evaluated (:func:`assay.evaluation.evaluate`'s levels and statistics), optionally restricted to
+evaluated (:func:`assay.jobs.evaluation.evaluate`'s levels and statistics), optionally restricted to
 some groups (language pairs, tasks). A statistic of an entry is computed at every level of the
 entry that accepts it (``acc_t`` only at ``seg``, ``pairwise_accuracy`` only at ``sys``); each level
 must get at least one.
 
 The definition is stored as canonical JSON (keys sorted, no spaces; entries sorted by dataset name
-and version number; levels and statistics in :mod:`assay.evaluation`'s order), for example::
+and version number; levels and statistics in :mod:`assay.jobs.evaluation`'s order), for example::
 
     {"entries": [{"dataset": "wmt17@1", "digest": "f601...", "groups": null,
                   "levels": ["seg"], "statistics": ["pearson", "kendall"]}],
@@ -16,7 +16,7 @@ and version number; levels and statistics in :mod:`assay.evaluation`'s order), f
 
 Its **signature** is the full sha256 hex digest (64 digits) of that JSON. The suite's name and
 version number are not part of it: the same definition under two names, or redefined later, has
-the same signature, which keys the nightly ledger (:mod:`assay.evaluation_ledger`), so identical
+the same signature, which keys the nightly ledger (:mod:`assay.nightly.ledger`), so identical
 work is never done twice. Defining a suite whose definition equals its latest version is a no-op;
 a different definition is a new version, never an edit. A bare dataset name pins the version that
 is latest when the suite is defined.
@@ -44,7 +44,7 @@ from assay.catalog.models import Suite as SuiteRow
 from assay.config import Settings
 from assay.datasets.names import DatasetRef
 from assay.errors import CatalogError, NotFoundError, UsageError
-from assay.evaluation import DEFAULT_STATS, SEG_STATS, SYS_STATS
+from assay.jobs.evaluation import DEFAULT_STATS, SEG_STATS, SYS_STATS
 
 __all__ = [
     "DEFAULT_SUITE",
@@ -106,7 +106,7 @@ class SuiteEntry:
     groups: tuple[str, ...] | None
     """Only these groups are evaluated; None: every group."""
     exclude_groups: tuple[str, ...] = ()
-    """The version's other groups (what :func:`assay.evaluation.evaluate` takes as
+    """The version's other groups (what :func:`assay.jobs.evaluation.evaluate` takes as
     ``exclude_groups``); derived from ``groups``, not part of the definition."""
 
     def statistics_for(self, level: str) -> tuple[str, ...]:

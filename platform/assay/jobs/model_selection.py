@@ -30,10 +30,10 @@ from assay.config import DEFAULT_SEED, Settings, load_settings
 from assay.datasets import store
 from assay.datasets.human import human_score
 from assay.errors import UsageError
-from assay.evaluation import ScoredMetric, score_lookup, scored_signatures, wanted_signatures
+from assay.jobs.evaluation import ScoredMetric, score_lookup, scored_signatures, wanted_signatures
+from assay.jobs.runs import RecordedFile, RunRecorder, new_run_id
 from assay.provenance import code_version
 from assay.results import correlations, segment_scores
-from assay.runs import RecordedFile, RunRecorder, new_run_id
 from assay.stats import pearson
 from assay.stats.model_selection import model_selection, sample_hybrid_systems
 

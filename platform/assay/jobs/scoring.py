@@ -6,7 +6,7 @@
    signature the scores will carry, computes every segment's content key and subtracts the keys
    already stored under that signature. What is left goes to a work file cut into shards; a plan
    with nothing to compute is the whole answer (no run is recorded for it).
-2. :func:`start_scoring` records the run as running (:class:`assay.runs.RunRecorder`).
+2. :func:`start_scoring` records the run as running (:class:`assay.jobs.runs.RunRecorder`).
 3. :func:`score_shard` scores one shard and writes one immutable Parquet part into the results
    store; numbers that must not be stored (NaN, infinities) are refused before anything is written.
 4. :func:`finish_scoring` closes the run: completed with its result files, or failed.
@@ -19,7 +19,7 @@ is new. :func:`score_dataset` runs the four steps in-process; the Prefect flow i
 
 Exactly once, also under concurrency and after crashes: a plan with something to compute is
 computed under the exclusive lock of its (metric, signature) (:func:`signature_lock_for`,
-:mod:`assay.signature_lock`), held from a final re-plan to the recorded run. The re-plan,
+:mod:`assay.jobs.signature_lock`), held from a final re-plan to the recorded run. The re-plan,
 :func:`resume_plan`, runs under the lock: it drops the keys another request stored meanwhile (two
 identical requests store one set of rows: the second waits, then finds the first one's parts)
 and marks ``crashed`` the running runs of the signature, whose holders must be dead (they would
@@ -50,11 +50,11 @@ from assay.config import Settings, load_settings
 from assay.datasets import store
 from assay.datasets.human import human_scores
 from assay.errors import MetricOutputError, UsageError
+from assay.jobs.runs import RecordedFile, RunRecorder, mark_crashed, new_run_id, running_score_runs
+from assay.jobs.signature_lock import signature_lock
 from assay.metrics.base import Metric, ScoringContext, check_scores
 from assay.metrics.registry import MetricSpec, create_metric
 from assay.results import segment_scores
-from assay.runs import RecordedFile, RunRecorder, mark_crashed, new_run_id, running_score_runs
-from assay.signature_lock import signature_lock
 
 SCOPES = ("judged", "outputs", "all")
 #: the error a crashed score run is closed with (see :func:`resume_plan`)
@@ -317,7 +317,7 @@ def _with_mean_human(todo: pa.Table, keys: list[str], human: list[float | None])
 @contextlib.contextmanager
 def signature_lock_for(plan: ScorePlan, settings: Settings | None = None,
                        timeout_s: float | None = None) -> Iterator[None]:
-    """Hold the exclusive lock of the plan's (metric, signature) (:mod:`assay.signature_lock`):
+    """Hold the exclusive lock of the plan's (metric, signature) (:mod:`assay.jobs.signature_lock`):
     around :func:`resume_plan`, :func:`start_scoring`, every :func:`score_shard` and
     :func:`finish_scoring` of one request. Waits for another request holding it."""
     with signature_lock(settings or load_settings(), plan.metric_name, plan.signature, timeout_s):
@@ -328,7 +328,7 @@ def resume_plan(plan: ScorePlan, settings: Settings | None = None) -> ScorePlan:
     """Bring a plan up to date; call it while holding :func:`signature_lock_for` of the plan.
 
     1. Score runs of the signature still marked running cannot be alive (their process would hold
-       the lock): they are marked ``crashed`` (:func:`assay.runs.mark_crashed`, their summary kept)
+       the lock): they are marked ``crashed`` (:func:`assay.jobs.runs.mark_crashed`, their summary kept)
        and their left-over work files removed.
     2. The keys stored under the signature since the plan was made (by a request that held the
        lock meanwhile, or a killed one's complete parts) are dropped from the work file and the

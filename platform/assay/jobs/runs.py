@@ -13,7 +13,7 @@ A run's ``status`` is one of :data:`STATUSES`: ``running`` while its process wor
 ``completed`` or ``failed`` (closed by that process), or ``crashed`` when its process died without
 closing it (SIGKILL, OOM, a lost node). A process cannot record its own death, so ``crashed`` is
 written by whoever learns of it: a scorer that holds the signature lock the dead run would hold
-(:func:`mark_crashed`, see :mod:`assay.signature_lock`), or the flow layer when the orchestrator
+(:func:`mark_crashed`, see :mod:`assay.jobs.signature_lock`), or the flow layer when the orchestrator
 reports the run's flow run crashed (:func:`mark_crashed_by_flow_run`).
 """
 

@@ -14,7 +14,7 @@ statistics that is fourteen tests a night, and at alpha = 0.05 a checkpoint as g
 would then be flagged somewhere most nights, so per-group verdicts are opt-in.
 
 The test. Both checkpoints' scores of the same segments are compared by the paired test that
-:func:`assay.evaluation.evaluate` applies to every pair of metrics it evaluates together, so a
+:func:`assay.jobs.evaluation.evaluate` applies to every pair of metrics it evaluates together, so a
 regression is judged exactly as the leaderboard clusters are:
 
 * segment level, per group (Pearson, Spearman, Kendall): PERM-BOTH, the paired permutation test of
@@ -28,7 +28,7 @@ regression is judged exactly as the leaderboard clusters are:
 Where the checkpoint's own evaluation run already evaluated the best checkpoint's signature beside
 it, the p-value is read from that run's stored significance rows. Otherwise one paired evaluation
 of the two signatures (plus any other baselines of the same dataset and level) is run with
-:func:`assay.evaluation.evaluate` (same protocol and excluded groups as the checkpoint's run). That
+:func:`assay.jobs.evaluation.evaluate` (same protocol and excluded groups as the checkpoint's run). That
 is the cleanest route to a paired test: evaluate already gathers the segment scores of both
 signatures on identical items, draws the shared resamples and stores the correlations and p-values
 as an ordinary, recorded run that the finding cites; re-deriving the segment alignment here would
@@ -59,13 +59,13 @@ from sqlalchemy import and_, delete, or_, select
 from assay.catalog.dataset_versions import resolve
 from assay.catalog.engine import session_scope
 from assay.catalog.models import Checkpoint, DatasetVersion, Regression, Run, SuiteEvaluation
-from assay.checkpoints import find, labels_by_digest, lineage_text
+from assay.checkpoints.registry import find, labels_by_digest, lineage_text
 from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED, Settings
 from assay.errors import UsageError
-from assay.evaluation import SEG_STATS, SYS_STATS, evaluate
+from assay.jobs.evaluation import SEG_STATS, SYS_STATS, evaluate
 from assay.metrics.signature import parse_signature, short_digest
+from assay.nightly.suites import SuiteEntry
 from assay.results import correlations
-from assay.suites import SuiteEntry
 
 __all__ = [
     "Finding",
@@ -90,7 +90,7 @@ CellKey = tuple[str, str, str]
 @dataclass(frozen=True)
 class SuiteCell:
     """One cell of a suite: a pinned dataset version (``NAME@NUMBER`` or ``NAME@DIGEST-PREFIX``),
-    a level (``seg``/``sys``) and a statistic (as :func:`assay.evaluation.evaluate` names them)."""
+    a level (``seg``/``sys``) and a statistic (as :func:`assay.jobs.evaluation.evaluate` names them)."""
 
     dataset: str
     level: str
@@ -148,7 +148,7 @@ def _check_suite_signature(signature: str) -> str:
 
 
 def _cells_of(entries: Iterable[SuiteCell | SuiteEntry]) -> list[SuiteCell]:
-    """The cells of suite entries: a :class:`SuiteCell` as it is; a :class:`assay.suites.SuiteEntry`
+    """The cells of suite entries: a :class:`SuiteCell` as it is; a :class:`assay.nightly.suites.SuiteEntry`
     expanded to its levels x the statistics each level accepts, its version pinned by digest."""
     cells: list[SuiteCell] = []
     for entry in entries:
@@ -253,7 +253,7 @@ def compare_with_best(settings: Settings, *, checkpoint_digest: str, suite_signa
                       n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
                       per_group: bool = False) -> list[Finding]:
     """Compare ``checkpoint_digest`` with the team's best on every suite cell in ``entries``
-    (:class:`SuiteCell` items, or a suite's :class:`assay.suites.SuiteEntry` items).
+    (:class:`SuiteCell` items, or a suite's :class:`assay.nightly.suites.SuiteEntry` items).
 
     The checkpoint's ledger row for each dataset version must name its evaluation run (any
     status: the flow may compare before it closes the row); baselines are the completed rows.
@@ -422,7 +422,7 @@ def record(settings: Settings, findings: Iterable[Finding], *, suite_signature: 
 def list_regressions(settings: Settings, *, checkpoint: str | None = None) -> list[dict[str, Any]]:
     """Recorded regressions, newest first, with the checkpoints' and baselines' names (lineage
     text) and the dataset version's label; ``checkpoint`` (a name or digest prefix, resolved by
-    :func:`assay.checkpoints.find`) keeps one checkpoint's."""
+    :func:`assay.checkpoints.registry.find`) keeps one checkpoint's."""
     labels = labels_by_digest(settings)
     with session_scope(settings) as session:
         query = select(Regression, DatasetVersion).join(DatasetVersion,
