@@ -43,11 +43,12 @@ def run_command(data_dir: Path | None, report_dir: Path | None, no_system_level:
 
     with session_scope(settings) as session:
         print_catalog_table([version_summary(v) for v in list_versions(session)])
+    from assay.metrics.signature import parse_signature
     from assay.query.leaderboard import LeaderboardQuery, available_aspects, available_groups, leaderboard
 
     for entry in summary["datasets"]:
         for scored in entry["scored"]:
-            click.echo(f"scored {entry['dataset']} {scored['signature'].split('|')[0]}: "
+            click.echo(f"scored {entry['dataset']} {parse_signature(scored['signature'])['metric']}: "
                        f"{scored['computed']:,} computed, {scored['cached']:,} cached")
         for note in entry.get("notes", []):
             click.echo(f"note: {note}")

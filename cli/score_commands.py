@@ -33,11 +33,13 @@ def _spec_from_options(metric: str | None, model: str | None, layer: int | None,
             raise UsageError("--checkpoint scores with the BLEURT-style metric; leave out --metric or use bleurt")
         if no_cache_undigested:
             raise UsageError("--no-cache-undigested applies to bertscore; a checkpoint is always digested")
-        from assay.checkpoints.registry import resolve_folder
+        from assay.checkpoints.registry import resolve_digest
         from assay.config import load_settings
 
-        folder = resolve_folder(load_settings(), checkpoint)
-        return {"name": "bleurt", "params": {"checkpoint": str(folder),
+        # a registered checkpoint travels by its catalog digest; an unregistered folder by its path
+        folder = Path(checkpoint).expanduser()
+        reference = str(folder.resolve()) if folder.is_dir() else resolve_digest(load_settings(), checkpoint)[1]
+        return {"name": "bleurt", "params": {"checkpoint": reference,
                                              **{k: _typed(v) for k, v in parse_options(params).items()}}}
     if metric is None:
         raise UsageError("give --metric NAME or --checkpoint NAME|PATH")

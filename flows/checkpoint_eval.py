@@ -22,16 +22,27 @@ from typing import Any
 from prefect import flow, task
 from prefect.runtime import flow_run
 
+from assay.checkpoints.labels import signature_checkpoint
 from assay.config import load_settings
 from assay.errors import AssayError
 from assay.flows.retry_policy import RETRY_TRANSIENT
+from assay.metrics.signature import short_digest
 from assay.nightly import ledger as ledger
 from assay.nightly.suites import get_suite
 
 
 def checkpoint_metric(item: ledger.WorkItem) -> dict[str, Any]:
-    """The metric spec that scores with the item's checkpoint (the BLEURT-style metric)."""
-    return {"name": "bleurt", "params": {"checkpoint": item.checkpoint_path}}
+    """The metric spec that scores with the item's checkpoint (the BLEURT-style metric), by digest:
+    the worker resolves it to the registered folder and verifies the folder once."""
+    return {"name": "bleurt", "params": {"checkpoint": item.checkpoint_digest}}
+
+
+def check_scored_digest(item: ledger.WorkItem, signature: str) -> None:
+    """The signature scored must name the ledger key's checkpoint (its 12-digit digest prefix)."""
+    scored = signature_checkpoint(signature)
+    if scored != short_digest(item.checkpoint_digest):
+        raise AssayError(f"checkpoint {item.checkpoint_name}: the scores' signature names checkpoint {scored}, "
+                         f"the ledger's key is {item.checkpoint_digest}")
 
 
 @task(name="claim-work-item", task_run_name="claim {item[checkpoint_name]} on {item[dataset]}", **RETRY_TRANSIENT)
@@ -80,6 +91,7 @@ def evaluate_checkpoint_flow(item: dict[str, Any], shard_size: int = 2000) -> di
             raise AssayError(f"suite {suite.name}@{suite.version} has no dataset with digest "
                              f"{work.dataset_digest[:12]}")
         scored = score_flow(work.dataset, checkpoint_metric(work), shard_size=shard_size, progress=False)
+        check_scored_digest(work, scored["signature"])
         # groups outside the checkpoint's languages were not scored (the score summary says which):
         # they are left out of its evaluation, as `assay evaluate --exclude-group` would
         excluded = sorted(set(entry.exclude_groups) | set(scored.get("excluded_groups") or {}))

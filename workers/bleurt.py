@@ -45,7 +45,13 @@ import numpy as np
 import torch
 
 from assay.metrics.signature import package_version, render_signature, short_digest
-from assay.workers.checkpoint import CheckpointError, LoadedCheckpoint, checkpoint_digest, load_checkpoint
+from assay.workers.checkpoint import (
+    CheckpointError,
+    LoadedCheckpoint,
+    checkpoint_digest,
+    load_checkpoint,
+    verified_digest,
+)
 from assay.workers.device import DeviceLike, pick_device
 
 log = logging.getLogger(__name__)
@@ -155,6 +161,8 @@ class BleurtScorer:
     ``token_budget``: padded token positions per batch; ``max_batch_size`` caps pairs per batch.
     Neither changes the scores beyond float32 rounding of the head output (about 3e-7 on CPU for
     MiniLM; tested at 1e-6), which an affine normalisation multiplies by its ``std``.
+    ``expected_digest`` (and the checkpoint's ``name``, for the message): the registered digest the
+    folder must still have; the folder is hashed once, here, and a changed one is refused.
     """
 
     def __init__(
@@ -163,6 +171,8 @@ class BleurtScorer:
         device: DeviceLike = None,
         token_budget: int = DEFAULT_TOKEN_BUDGET,
         max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+        expected_digest: str | None = None,
+        name: str | None = None,
     ) -> None:
         if token_budget < 1 or max_batch_size < 1:
             raise ValueError("token_budget and max_batch_size must be >= 1")
@@ -170,7 +180,9 @@ class BleurtScorer:
         self.device = pick_device(device)
         self.token_budget = int(token_budget)
         self.max_batch_size = int(max_batch_size)
-        self.digest = checkpoint_digest(self.folder)
+        # the one hash of the folder: checked against the registered digest when there is one
+        self.digest = (checkpoint_digest(self.folder) if expected_digest is None
+                       else verified_digest(self.folder, expected_digest, name))
         loaded: LoadedCheckpoint = load_checkpoint(self.folder, self.device)
         self.config = loaded.config
         self.model = loaded.model

@@ -808,6 +808,19 @@ def checkpoint_files(folder: str | Path) -> list[str]:
     return sorted({WEIGHTS_FILE, CONFIG_FILE, *config.tokenizer_files})
 
 
+def verified_digest(folder: str | Path, expected: str, name: str | None = None) -> str:
+    """Hash ``folder`` once and check it is the registered ``expected`` digest; a folder changed
+    since it was registered is a :class:`CheckpointError` naming the checkpoint, the folder and
+    both digests."""
+    found = checkpoint_digest(folder)
+    if found != expected:
+        label = f"checkpoint {name!r}" if name else f"checkpoint {expected[:12]}"
+        raise CheckpointError(Path(folder), f"changed since {label} was registered: its files now have digest "
+                              f"{found}, the registered digest is {expected}",
+                              expected="the registered content (register the changed folder as a new checkpoint)")
+    return found
+
+
 def checkpoint_digest(folder: str | Path) -> str:
     """sha256 identifying a checkpoint's content, for metric signatures and the catalog.
 

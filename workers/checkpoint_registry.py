@@ -25,13 +25,15 @@ from assay.workers.checkpoint import (
 )
 
 
-def facts_of(folder: str | Path) -> CheckpointFacts:
-    """Verify ``folder`` and read what the registry records about it."""
+def facts_of(folder: str | Path, digest: str | None = None) -> CheckpointFacts:
+    """Verify ``folder`` and read what the registry records about it. ``digest``: the digest its
+    writer computed when it exported the folder (training does); only a folder without one is hashed."""
     folder = Path(folder).resolve()
     verify_checkpoint(folder)
     config = read_config(folder)
-    digest = checkpoint_digest(folder)
-    size = sum((folder / name).stat().st_size for name in checkpoint_files(folder))
+    digest = digest or checkpoint_digest(folder)
+    files = tuple(checkpoint_files(folder))
+    size = sum((folder / name).stat().st_size for name in files)
     heads = [{"name": "rating", "kind": "regression", "out_dim": int(config.head["out_dim"]),
               "input": config.head.get("input", "cls")}]
     heads += [dict(h) for h in config.to_json().get("signal_heads", []) or []]
@@ -43,13 +45,16 @@ def facts_of(folder: str | Path) -> CheckpointFacts:
         heads=heads,
         lineage=dict(config.lineage),
         size_bytes=size,
+        files=files,
     )
 
 
 def register_folder(settings: Settings, folder: str | Path, *, name: str | None = None,
-                    run_id: str | None = None) -> Registered:
-    """Verify a checkpoint folder and register it (a no-op when its content is registered)."""
-    return register(settings, facts_of(folder), name=name, run_id=run_id)
+                    run_id: str | None = None, digest: str | None = None) -> Registered:
+    """Verify a checkpoint folder and register it (a no-op when its content is registered): its
+    files go into the shared store under its digest. ``digest``: the one computed when the folder
+    was exported (it is registered as given; otherwise the folder is hashed once here)."""
+    return register(settings, facts_of(folder, digest), name=name, run_id=run_id)
 
 
 def export_checkpoint(settings: Settings, ref: str, destination: str | Path) -> Path:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -34,6 +35,8 @@ from assay.workers.embedded_model import DEFAULT_MODEL_NAME, default_model_path
 
 #: the target languages of the embedded default encoder, all-MiniLM-L6-v2 (trained on English pairs)
 EMBEDDED_MODEL_LANGUAGES = frozenset({"en"})
+#: a registered checkpoint's full content digest (what ``checkpoint`` holds when it is not a folder)
+_DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 def _folder_state(folder: Path) -> list[tuple[str, int, int]]:
@@ -196,27 +199,43 @@ def _checkpoint_languages(folder: Path) -> frozenset[str] | None:
 
 
 class BLEURT(Metric):
-    """The BLEURT-style learned metric (Sellam et al., 2020, ACL, §3) from a checkpoint folder
+    """The BLEURT-style learned metric (Sellam et al., 2020, ACL, §3) from a checkpoint
     (``model.safetensors`` + ``assay_checkpoint.json`` + tokenizer files; see
-    :mod:`assay.workers.checkpoint`). Implementation: :mod:`assay.workers.bleurt`."""
+    :mod:`assay.workers.checkpoint`). Implementation: :mod:`assay.workers.bleurt`.
+
+    ``checkpoint``: the digest of a registered checkpoint (what the nightly evaluation and
+    ``assay score --checkpoint NAME`` pass), resolved to its folder in the shared store once and
+    verified against that digest when the model loads (one hash); or the path of an unregistered
+    checkpoint folder, hashed once when it loads."""
 
     name: ClassVar[str] = "bleurt"
     version: ClassVar[str] = "1"  # = assay.workers.bleurt.METRIC_VERSION (that module needs torch)
     model_based: ClassVar[bool] = True
 
     def __init__(self, checkpoint: str, device: str | None = None) -> None:
-        self.checkpoint = str(Path(check.text(self.name, "checkpoint", checkpoint)).expanduser().resolve())
-        if not Path(self.checkpoint).is_dir():
-            raise NotFoundError(f"{self.checkpoint}: no such checkpoint folder")
+        reference = check.text(self.name, "checkpoint", checkpoint)
+        self.registered_digest: str | None = None
+        self.registered_name: str | None = None
+        if _DIGEST.fullmatch(reference):
+            from assay.checkpoints.registry import folder_of_digest
+
+            self.registered_name, self.folder = folder_of_digest(load_settings(), reference)
+            self.registered_digest = self.checkpoint = reference
+        else:
+            self.folder = Path(reference).expanduser().resolve()
+            self.checkpoint = str(self.folder)
+            if not self.folder.is_dir():
+                raise NotFoundError(f"{self.checkpoint}: no such checkpoint folder")
         self.device = None if device is None else check.text(self.name, "device", device)
-        self.languages = _checkpoint_languages(Path(self.checkpoint))
+        self.languages = _checkpoint_languages(self.folder)
         self._scorer: Any = None
 
     def scorer(self) -> Any:
         if self._scorer is None:
             from assay.workers.bleurt import BleurtScorer
 
-            self._scorer = BleurtScorer(Path(self.checkpoint), device=self.device)
+            self._scorer = BleurtScorer(self.folder, device=self.device, expected_digest=self.registered_digest,
+                                        name=self.registered_name)
         return self._scorer
 
     def params(self) -> dict[str, object]:
@@ -227,7 +246,7 @@ class BLEURT(Metric):
             scorer = self.scorer()
             return {"fields": scorer.signature_fields(), "model_digest": scorer.digest}
 
-        return cached_signature_facts("bleurt", Path(self.checkpoint), {"checkpoint": self.checkpoint}, compute)
+        return cached_signature_facts("bleurt", self.folder, {"checkpoint": self.checkpoint}, compute)
 
     def signature_params(self) -> dict[str, object]:
         return dict(self._facts()["fields"])

@@ -23,7 +23,7 @@ from typing import Any
 import pyarrow as pa
 
 from assay.atomic import write_parquet, write_text
-from assay.checkpoints.registry import resolve_folder
+from assay.checkpoints.registry import folder_of_digest, resolve_digest
 from assay.config import Settings
 from assay.errors import AssayError, NotFoundError, UsageError
 from assay.jobs.runs import RunRecorder
@@ -39,8 +39,9 @@ EventHandler = Callable[[dict[str, Any]], None]
 
 
 def resolve_init(settings: Settings, init: str | None) -> tuple[str | None, str | None]:
-    """``(init, digest)``: None (the embedded encoder), a checkpoint folder or registered
-    checkpoint (with its digest), or an encoder folder / hub id (no digest: it is not a checkpoint)."""
+    """``(init, digest)``: None (the embedded encoder), a checkpoint folder (hashed once here) or a
+    registered checkpoint (its catalog digest, not recomputed), or an encoder folder / hub id (no
+    digest: it is not a checkpoint)."""
     if init is None:
         return None, None
     path = Path(init).expanduser()
@@ -49,14 +50,14 @@ def resolve_init(settings: Settings, init: str | None) -> tuple[str | None, str 
         return str(folder), checkpoint_digest(folder)
     if path.is_dir():
         return str(path.resolve()), None
-    try:
-        folder = resolve_folder(settings, init)
+    try:  # a registered checkpoint: its catalog digest (verified once, when training loads it)
+        _, digest = resolve_digest(settings, init)
     except NotFoundError:
         if "/" in init:  # a hub id such as bert-base-uncased or google/bert_uncased_L-2_H-128_A-2
             return init, None
         raise NotFoundError(f"--init {init!r} is neither a folder, a registered checkpoint nor a hub id "
                             "(owner/name)") from None
-    return str(folder), checkpoint_digest(folder)
+    return str(folder_of_digest(settings, digest)[1]), digest
 
 
 def objectives_of(plan: StagePlan) -> list[Objective]:
@@ -145,7 +146,9 @@ def run_stage(settings: Settings, plan: StagePlan, *, resume: bool = False, on_e
                                         primary=plan.primary, config=config, work_dir=plan.work_dir, resume=resume,
                                         lineage=lineage, on_event=on_event)
             outcome = result.to_json()
-        registered = register_folder(settings, outcome["checkpoint"], name=plan.name, run_id=recorder.run_id)
+        # the digest training computed when it exported the folder is the one registered
+        registered = register_folder(settings, outcome["checkpoint"], name=plan.name, run_id=recorder.run_id,
+                                     digest=outcome["digest"])
     except BaseException as exc:
         recorder.fail(f"{type(exc).__name__}: {exc}")
         raise

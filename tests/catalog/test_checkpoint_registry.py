@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from assay.catalog.engine import session_scope
+from assay.checkpoints.labels import lineage_text
 from assay.checkpoints.registry import (
     CheckpointFacts,
     describe,
     find,
     labels_by_digest,
-    lineage_text,
     list_checkpoints,
     name_from_folder,
     register,

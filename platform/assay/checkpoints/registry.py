@@ -2,15 +2,18 @@
 
 A checkpoint (a BLEURT-style regressor, Sellam et al. 2020, §3; the folder format is described in
 ``docs/CHECKPOINTS.md``) is registered **once per content digest**: registering the same content
-again is a no-op that answers with the existing entry. Each entry has a unique name (what
+again is a no-op that answers with the existing entry. Registering places the checkpoint's files
+in the shared store under its digest (:mod:`assay.checkpoints.store`), and the row records that
+folder relative to ``ASSAY_HOME``, so every host reads it. Each entry has a unique name (what
 ``--checkpoint NAME`` resolves), the folder it lives in, its base encoder, the heads it carries
 (the rating head and, after synthetic pre-training (§4), one head per pre-training signal), the run
 that made it and its ``lineage``: the operation (``create_from_encoder``, ``pretrain``,
 ``finetune``), the parent checkpoint's digest, the dataset versions and digests it was trained on (``datasets``),
 the hyper-parameters, the seed, the best step and the validation curve, and the code version.
 
-The facts are read from the folder by the layer that can load models; this module only checks
-names, resolves references and writes rows, so the registry is usable without torch.
+The facts, the digest included, are read from the folder by the layer that can load models (once:
+the digest is never recomputed here); this module only checks names, resolves references, places
+files and writes rows, so the registry is usable without torch.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from sqlalchemy.orm import Session
 
 from assay.catalog.engine import session_scope
 from assay.catalog.models import Checkpoint
+from assay.checkpoints.store import place, stored_folder
 from assay.config import Settings
 from assay.errors import NotFoundError, UsageError
 from assay.provenance import code_version
@@ -60,12 +64,16 @@ class CheckpointFacts:
     """What the registry records about a checkpoint folder (read and verified by the caller)."""
 
     digest: str
+    """computed once by the caller (at export, or when the folder was first read); trusted here"""
     path: str
+    """the folder the files are read from when registering (the catalog records the store's folder)"""
     base_model: str | None
     config: dict[str, Any]
     heads: list[dict[str, Any]]
     lineage: dict[str, Any]
     size_bytes: int
+    files: tuple[str, ...]
+    """the checkpoint's files (relative to ``path``), placed in the store under ``digest``"""
 
     @property
     def parent_digest(self) -> str | None:
@@ -78,6 +86,7 @@ class Registered:
     name: str
     digest: str
     path: str
+    """the checkpoint's folder on this host (in the shared store for new registrations)"""
     created: bool
     """False when the same content was registered before (a no-op)."""
     notes: list[str] = field(default_factory=list)
@@ -123,7 +132,8 @@ def _register(settings: Settings, facts: CheckpointFacts, *, name: str | None, r
             notes = []
             if name is not None and name != existing.name:
                 notes.append(f"this content is already registered as {existing.name!r}; the name {name!r} was not used")
-            return Registered(existing.name, existing.digest, existing.path, False, notes)
+            return Registered(existing.name, existing.digest, str(stored_folder(settings, existing.path)), False,
+                              notes)
         chosen = name or name_from_folder(facts.path)
         taken = session.scalar(select(Checkpoint).where(Checkpoint.name == chosen))
         if taken is not None:
@@ -134,8 +144,9 @@ def _register(settings: Settings, facts: CheckpointFacts, *, name: str | None, r
         if facts.parent_digest:
             parent = session.scalar(select(Checkpoint).where(Checkpoint.digest == facts.parent_digest))
             parent_id = parent.id if parent is not None else None
+        path = place(settings, Path(facts.path), facts.digest, facts.files)
         session.add(Checkpoint(
-            name=chosen, path=facts.path, digest=facts.digest, base_model=facts.base_model, config=facts.config,
+            name=chosen, path=path, digest=facts.digest, base_model=facts.base_model, config=facts.config,
             parent_id=parent_id, run_id=run_id, lineage=facts.lineage, heads=facts.heads,
             code_version=code_version(), size_bytes=facts.size_bytes,
         ))
@@ -146,8 +157,8 @@ def _register(settings: Settings, facts: CheckpointFacts, *, name: str | None, r
             won = session.scalar(select(Checkpoint).where(Checkpoint.digest == facts.digest))
             if won is None:
                 raise
-            return Registered(won.name, won.digest, won.path, False)
-    return Registered(chosen, facts.digest, facts.path, True)
+            return Registered(won.name, won.digest, str(stored_folder(settings, won.path)), False)
+    return Registered(chosen, facts.digest, str(stored_folder(settings, path)), True)
 
 
 def find(session: Session, ref: str) -> Checkpoint:
@@ -174,20 +185,45 @@ def resolve_folder(settings: Settings, ref: str | Path) -> Path:
         return path.resolve()
     with session_scope(settings) as session:
         row = find(session, str(ref))
-        folder = Path(row.path)
-        name = row.name
+        return _existing_folder(settings, row.name, row.path)
+
+
+def resolve_digest(settings: Settings, ref: str) -> tuple[str, str]:
+    """``(name, digest)`` of a registered checkpoint named by its name or a digest prefix (the
+    catalog's digest: nothing is hashed)."""
+    with session_scope(settings) as session:
+        row = find(session, ref)
+        return row.name, row.digest
+
+
+def folder_of_digest(settings: Settings, digest: str) -> tuple[str, Path]:
+    """``(name, folder)`` of the checkpoint registered with exactly ``digest``: the store's folder,
+    or the absolute folder of a row registered before the shared store. The folder is not hashed
+    here: the caller that loads it verifies it once against ``digest``."""
+    if not re.fullmatch(r"[0-9a-f]{64}", str(digest)):
+        raise UsageError(f"checkpoint digest {digest!r} is not a sha256 hex digest")
+    with session_scope(settings) as session:
+        row = session.scalar(select(Checkpoint).where(Checkpoint.digest == digest))
+        if row is None:
+            raise NotFoundError(f"no checkpoint with digest {digest[:12]} in the catalog; "
+                                "`assay checkpoints register PATH` adds one")
+        return row.name, _existing_folder(settings, row.name, row.path)
+
+
+def _existing_folder(settings: Settings, name: str, path: str) -> Path:
+    folder = stored_folder(settings, path)
     if not folder.is_dir():
         raise NotFoundError(f"checkpoint {name!r} is registered at {folder}, which no longer exists")
     return folder
 
 
-def _row_dict(row: Checkpoint, by_id: Mapping[int, Checkpoint]) -> dict[str, Any]:
+def _row_dict(settings: Settings, row: Checkpoint, by_id: Mapping[int, Checkpoint]) -> dict[str, Any]:
     lineage = dict(row.lineage or {})
     parent = by_id.get(row.parent_id) if row.parent_id is not None else None
     return {
         "name": row.name,
         "digest": row.digest,
-        "path": row.path,
+        "path": str(stored_folder(settings, row.path)),
         "base_model": row.base_model,
         "operation": lineage.get("operation"),
         "parent": parent.name if parent is not None else None,
@@ -208,7 +244,7 @@ def list_checkpoints(settings: Settings) -> list[dict[str, Any]]:
     with session_scope(settings) as session:
         rows = list(session.scalars(select(Checkpoint).order_by(Checkpoint.created_at, Checkpoint.id)))
         by_id = {r.id: r for r in rows}
-        return [_row_dict(r, by_id) for r in rows]
+        return [_row_dict(settings, r, by_id) for r in rows]
 
 
 def describe(settings: Settings, ref: str) -> dict[str, Any]:
@@ -216,7 +252,7 @@ def describe(settings: Settings, ref: str) -> dict[str, Any]:
     with session_scope(settings) as session:
         row = find(session, ref)
         by_id = {r.id: r for r in session.scalars(select(Checkpoint))}
-        out = _row_dict(row, by_id)
+        out = _row_dict(settings, row, by_id)
         out["lineage"] = dict(row.lineage or {})
         out["heads"] = list(row.heads or [])
         ancestors = []
@@ -241,13 +277,3 @@ def labels_by_digest(settings: Settings) -> dict[str, dict[str, Any]]:
         out[row["digest"]] = label
         out[row["digest"][:12]] = label
     return out
-
-
-def lineage_text(label: Mapping[str, Any]) -> str:
-    """``finetuned-wmt16 (finetune of pretrained-synth)``: a checkpoint's name with its lineage."""
-    text = str(label["name"])
-    if label.get("operation") and label.get("parent"):
-        text += f" ({label['operation']} of {label['parent']})"
-    elif label.get("operation"):
-        text += f" ({label['operation']})"
-    return text

@@ -14,14 +14,44 @@ metric, those included, is registered (:mod:`assay.metrics.registry`, ``pyprojec
 
 from __future__ import annotations
 
-from assay.errors import MetricOutputError, UndigestedModelError
-from assay.metrics.base import Metric, ScoringContext, SegmentScores
-from assay.metrics.bleu_neighbors import BleuNeighbors, BleuStarKernel, RougeKernel
-from assay.metrics.bleu_neighbors_metric import BleuNeighborsMetric
-from assay.metrics.bleu_star import bleu_star
-from assay.metrics.lexical import TER, ChrF, CorpusBLEU, Rouge1, Rouge2, RougeL, SentenceBLEU
-from assay.metrics.registry import MetricSpec, create_metric, metric_class, metric_names
-from assay.metrics.signature import Signature, package_version, parse_signature, render_signature
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from assay.errors import MetricOutputError, UndigestedModelError
+    from assay.metrics.base import Metric, ScoringContext, SegmentScores
+    from assay.metrics.bleu_neighbors import BleuNeighbors, BleuStarKernel, RougeKernel
+    from assay.metrics.bleu_neighbors_metric import BleuNeighborsMetric
+    from assay.metrics.bleu_star import bleu_star
+    from assay.metrics.lexical import TER, ChrF, CorpusBLEU, Rouge1, Rouge2, RougeL, SentenceBLEU
+    from assay.metrics.registry import MetricSpec, create_metric, metric_class, metric_names
+    from assay.metrics.signature import Signature, package_version, parse_signature, render_signature
+
+#: where each public name lives; imported on first use, so that importing one light submodule
+#: (``assay.metrics.signature``, for the leaderboard) does not load SciPy through BLEU Neighbors
+_HOMES = {
+    **dict.fromkeys(("MetricOutputError", "UndigestedModelError"), "assay.errors"),
+    **dict.fromkeys(("Metric", "ScoringContext", "SegmentScores"), "assay.metrics.base"),
+    **dict.fromkeys(("BleuNeighbors", "BleuStarKernel", "RougeKernel"), "assay.metrics.bleu_neighbors"),
+    "BleuNeighborsMetric": "assay.metrics.bleu_neighbors_metric",
+    "bleu_star": "assay.metrics.bleu_star",
+    **dict.fromkeys(("TER", "ChrF", "CorpusBLEU", "Rouge1", "Rouge2", "RougeL", "SentenceBLEU"),
+                    "assay.metrics.lexical"),
+    **dict.fromkeys(("MetricSpec", "create_metric", "metric_class", "metric_names"), "assay.metrics.registry"),
+    **dict.fromkeys(("Signature", "package_version", "parse_signature", "render_signature"),
+                    "assay.metrics.signature"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The public names, imported from their modules on first use (PEP 562)."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "TER",

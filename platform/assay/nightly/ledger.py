@@ -68,8 +68,8 @@ class WorkItem:
     """One checkpoint on one suite entry; plain JSON fields, so it travels as a flow parameter."""
 
     checkpoint_digest: str
+    """what the worker scores: it resolves the digest to the registered folder and verifies it"""
     checkpoint_name: str
-    checkpoint_path: str
     dataset: str
     """``name@number``"""
     dataset_digest: str
@@ -127,18 +127,18 @@ def pending_items(settings: Settings, suite: Suite, *, max_attempts: int = DEFAU
     ``crashed`` one claimed fewer than ``max_attempts`` times. Completed, failed (bad input) and
     running items are not. Ordered by checkpoint registration, then by the suite's entry order."""
     with session_scope(settings) as session:
-        checkpoints = list(session.execute(select(Checkpoint.digest, Checkpoint.name, Checkpoint.path)
+        checkpoints = list(session.execute(select(Checkpoint.digest, Checkpoint.name)
                                            .order_by(Checkpoint.created_at, Checkpoint.id)))
         rows = session.execute(select(SuiteEvaluation.checkpoint_digest, SuiteEvaluation.dataset_digest,
                                       SuiteEvaluation.status, SuiteEvaluation.attempts)
                                .where(SuiteEvaluation.suite_signature == suite.signature))
         done = {(c, d) for c, d, status, attempts in rows
                 if not (status == "crashed" and attempts < max_attempts)}
-    return [WorkItem(checkpoint_digest=digest, checkpoint_name=name, checkpoint_path=path, dataset=entry.dataset,
+    return [WorkItem(checkpoint_digest=digest, checkpoint_name=name, dataset=entry.dataset,
                      dataset_digest=entry.dataset_digest, dataset_version_id=entry.dataset_version_id,
                      suite_id=suite.id, suite_name=suite.name, suite_version=suite.version,
                      suite_signature=suite.signature)
-            for digest, name, path in checkpoints for entry in suite.entries
+            for digest, name in checkpoints for entry in suite.entries
             if (digest, entry.dataset_digest) not in done]
 
 

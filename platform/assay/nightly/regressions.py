@@ -59,11 +59,12 @@ from sqlalchemy import and_, delete, or_, select
 from assay.catalog.dataset_versions import resolve
 from assay.catalog.engine import session_scope
 from assay.catalog.models import Checkpoint, DatasetVersion, Regression, Run, SuiteEvaluation
-from assay.checkpoints.registry import find, labels_by_digest, lineage_text
+from assay.checkpoints.labels import lineage_text, signature_checkpoint
+from assay.checkpoints.registry import find, labels_by_digest
 from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED, Settings
 from assay.errors import UsageError
 from assay.jobs.evaluation import SEG_STATS, SYS_STATS, evaluate
-from assay.metrics.signature import parse_signature, short_digest
+from assay.metrics.signature import short_digest
 from assay.nightly.suites import SuiteEntry
 from assay.results import correlations
 
@@ -235,7 +236,7 @@ def _of_checkpoint(rows: list[dict[str, Any]], digest: str) -> dict[CellKey, dic
     """The rows of ``digest``'s signature (its ``checkpoint:`` field), by (group, aspect, statistic)."""
     short = short_digest(digest)
     return {(r["group"], r["aspect"], r["statistic"]): r for r in rows
-            if parse_signature(r["signature"]).get("checkpoint") == short}
+            if signature_checkpoint(r["signature"]) == short}
 
 
 def _compared_keys(own: dict[CellKey, dict[str, Any]], statistics: set[str], per_group: bool) -> list[CellKey]:

@@ -13,7 +13,6 @@ reaches SQL only as bound parameters.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -21,7 +20,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from assay.checkpoints.registry import labels_by_digest, lineage_text
+from assay.checkpoints.labels import labels_for, lineage_text, signature_checkpoint
 from assay.config import Settings, load_settings
 from assay.datasets.names import DatasetRef
 from assay.errors import NotFoundError, UsageError
@@ -114,14 +113,12 @@ def leaderboard(query: LeaderboardQuery, settings: Settings | None = None,
     return ranked
 
 
-_CHECKPOINT_FIELD = re.compile(r"\|checkpoint:([0-9a-f]{12})")
-
-
 def _name_checkpoints(rows: list[dict[str, Any]], settings: Settings) -> None:
     """Give each learned-metric row its checkpoint's registered name and lineage
-    (``checkpoint``: ``name (finetune of parent)``; None for other metrics or unregistered ones)."""
-    digests = {row["signature"]: m.group(1) for row in rows if (m := _CHECKPOINT_FIELD.search(row["signature"]))}
-    labels = labels_by_digest(settings) if digests else {}
+    (``checkpoint``: ``name (finetune of parent)``; None for other metrics or unregistered ones).
+    The catalog is opened only when some row's signature names a checkpoint."""
+    digests = {row["signature"]: digest for row in rows if (digest := signature_checkpoint(row["signature"]))}
+    labels = labels_for(settings, digests.values())
     for row in rows:
         digest = digests.get(row["signature"])
         label = labels.get(digest) if digest else None

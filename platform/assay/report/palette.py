@@ -8,12 +8,11 @@ signatures in the report does not change.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.checkpoints.registry import lineage_text
+from assay.checkpoints.labels import lineage_text, signature_checkpoint
 from assay.metrics.signature import parse_signature
 
 TABLEAU10 = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
@@ -26,7 +25,6 @@ SWEEP = ("#0d0887", "#6a00a8", "#b12a90", "#e16462", "#f89540", "#c9a800")
 REFERENCE = "#222222"
 #: parameters that never distinguish two signatures usefully in a label
 _UNINFORMATIVE = {"metric", "v", "assay", "sacrebleu"}
-_CHECKPOINT = re.compile(r"\|checkpoint:([0-9a-f]{12})")
 
 
 def short_label(signature: str, siblings: Iterable[str]) -> str:
@@ -64,9 +62,9 @@ class MetricPalette:
         return colours[index % len(colours)]
 
     def label(self, signature: str) -> str:
-        found = _CHECKPOINT.search(signature)
-        if found and found.group(1) in self.checkpoints:
-            return f"{parse_signature(signature)['metric']} · {lineage_text(self.checkpoints[found.group(1)])}"
+        digest = signature_checkpoint(signature)
+        if digest and digest in self.checkpoints:
+            return f"{parse_signature(signature)['metric']} · {lineage_text(self.checkpoints[digest])}"
         return short_label(signature, self.signatures)
 
     def order(self, signatures: Iterable[str]) -> list[str]:

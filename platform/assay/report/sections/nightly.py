@@ -23,8 +23,8 @@ from sqlalchemy import select
 
 from assay.catalog.engine import session_scope
 from assay.catalog.models import Checkpoint, DatasetVersion, Suite, SuiteEvaluation
-from assay.checkpoints.registry import lineage_text
-from assay.metrics.signature import parse_signature, short_digest
+from assay.checkpoints.labels import lineage_text, signature_checkpoint
+from assay.metrics.signature import short_digest
 from assay.nightly.regressions import MEAN_GROUP, list_regressions
 from assay.report.charts import Marker, Point, Series, line_chart
 from assay.report.context import LEVEL_NAMES, ReportContext, signed, slug, statistic_name
@@ -92,7 +92,7 @@ def nightly_points(ctx: ReportContext) -> list[dict[str, Any]]:
                                         "root": f"unregistered {short}"})
         for f in files:
             for row in pq.read_table(f).to_pylist():
-                if parse_signature(row["signature"]).get("checkpoint") != short or row["value"] is None:
+                if signature_checkpoint(row["signature"]) != short or row["value"] is None:
                     continue
                 points.append({**row, "suite": suite, "suite_signature": suite_signature, "finished_at": finished,
                                "dataset_version_id": version_id, "checkpoint_digest": digest,
