@@ -12,11 +12,13 @@ from pathlib import Path
 import pytest
 
 from assay.catalog.engine import session_scope
+from assay.catalog.models import Checkpoint
 from assay.checkpoints.labels import lineage_text
 from assay.checkpoints.registry import (
     CheckpointFacts,
     describe,
     find,
+    folder_of_digest,
     labels_by_digest,
     list_checkpoints,
     name_from_folder,
@@ -32,12 +34,14 @@ def _facts(tmp_path: Path, folder: str, digest: str, parent: str | None = None,
            operation: str = "finetune") -> CheckpointFacts:
     path = tmp_path / folder
     path.mkdir(exist_ok=True)
+    (path / "model.safetensors").write_bytes(digest.encode())
+    (path / "assay_checkpoint.json").write_text("{}")
     return CheckpointFacts(
         digest=digest, path=str(path), base_model="all-MiniLM-L6-v2", config={"max_length": 512},
         heads=[{"name": "rating"}],
         lineage={"operation": operation, "parent_digest": parent, "seed": 7,
                  "datasets": [{"role": "finetune", "label": "wmt16@1", "digest": "ab" * 32}]},
-        size_bytes=123,
+        size_bytes=123, files=("assay_checkpoint.json", "model.safetensors"),
     )
 
 
@@ -71,9 +75,44 @@ def test_references_by_name_and_digest_prefix(tmp_path: Path) -> None:
             find(session, "abcdef")
         with pytest.raises(NotFoundError, match="no checkpoint named 'three'"):
             find(session, "three")
-    assert resolve_folder(settings, "two") == tmp_path / "two"
+    # a registered checkpoint lives in the shared store under its digest
+    assert resolve_folder(settings, "two") == settings.home / "checkpoints" / ("abcdef4" + "0" * 57)
     # an existing folder is taken as it is
     assert resolve_folder(settings, tmp_path / "one") == (tmp_path / "one").resolve()
+
+
+def test_registration_places_the_files_in_the_store_with_a_relative_catalog_path(tmp_path: Path) -> None:
+    settings = load_settings()
+    digest = "d" * 64
+    facts = _facts(tmp_path, "local", digest)
+    registered = register(settings, facts, name="local")
+    store = settings.home / "checkpoints" / digest
+    assert Path(registered.path) == store
+    assert sorted(p.name for p in store.iterdir()) == ["assay_checkpoint.json", "model.safetensors"]
+    assert (store / "model.safetensors").read_bytes() == digest.encode()
+    with session_scope(settings) as session:
+        row = find(session, "local")
+        assert row.path == f"checkpoints/{digest}"  # relative to ASSAY_HOME: every host reads it
+    assert folder_of_digest(settings, digest) == ("local", store)
+    # the source folder may go: the store's copy is what the catalog names
+    for file in Path(facts.path).iterdir():
+        file.unlink()
+    assert resolve_folder(settings, "local") == store
+
+
+def test_rows_registered_with_absolute_paths_still_resolve(tmp_path: Path) -> None:
+    """Rows written before the shared store hold absolute paths: read as they are (no migration)."""
+    settings = load_settings()
+    legacy = tmp_path / "legacy"
+    legacy.mkdir()
+    with session_scope(settings) as session:
+        session.add(Checkpoint(name="legacy", path=str(legacy), digest="e" * 64, config={}, lineage={}, heads=[],
+                               size_bytes=0))
+    assert resolve_folder(settings, "legacy") == legacy
+    assert folder_of_digest(settings, "e" * 64) == ("legacy", legacy)
+    assert list_checkpoints(settings)[0]["path"] == str(legacy)
+    with pytest.raises(NotFoundError, match="no checkpoint with digest ffffffffffff"):
+        folder_of_digest(settings, "f" * 64)
 
 
 def test_lineage_links_parent_and_ancestors(tmp_path: Path) -> None:

@@ -42,9 +42,11 @@ from tests.robustness_support import subset
 def _checkpoint(settings: Settings, tmp_path: Path, name: str, digest_char: str) -> str:
     folder = tmp_path / name
     folder.mkdir()
+    (folder / "model.safetensors").write_bytes(b"x")
     facts = CheckpointFacts(digest=digest_char * 64, path=str(folder), base_model="tiny", config={},
                             heads=[{"name": "rating"}], size_bytes=1,
-                            lineage={"operation": "finetune", "parent_digest": None, "seed": 1})
+                            lineage={"operation": "finetune", "parent_digest": None, "seed": 1},
+                            files=("model.safetensors",))
     return register(settings, facts, name=name).digest
 
 

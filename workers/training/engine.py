@@ -516,19 +516,20 @@ def train(
         raise UsageError("bf16 autocast is for CUDA; train on the CPU in float32 (bf16=None or False)")
 
     # -- the init checkpoint ----------------------------------------------------------------------
-    if _is_checkpoint_folder(init):
+    init_is_checkpoint = _is_checkpoint_folder(init)
+    if init_is_checkpoint:
         init_folder = Path(init).expanduser().resolve()  # type: ignore[arg-type]
-        parent_digest: str | None = checkpoint_digest(init_folder)
     else:
         # named by what it is made from, so a resumed run finds the same one
         key = hashlib.sha256(f"{init}\0{config.seed}".encode()).hexdigest()[:12]
         init_folder = work_dir / f"init-{key}"
-        parent_digest = None
         with state.main_process_first():
             if not init_folder.is_dir():
                 work_dir.mkdir(parents=True, exist_ok=True)
                 create_from_encoder(init, init_folder, seed=config.seed)
-    scorer = BleurtScorer(init_folder, device="cpu")  # strict load: refuses damaged or mismatched folders
+    # strict load: refuses damaged or mismatched folders; it hashes the init folder, once
+    scorer = BleurtScorer(init_folder, device="cpu")
+    parent_digest: str | None = scorer.digest if init_is_checkpoint else None
     positions = int(scorer.config.encoder_config.get("max_position_embeddings", 0) or 0)
     if config.max_length is not None:
         if positions and config.max_length > positions:
@@ -547,7 +548,7 @@ def train(
         "primary": primary,
         "config": config.to_json(),
         "init": None if init is None else str(init),
-        "init_digest": checkpoint_digest(init_folder),
+        "init_digest": scorer.digest,
     }
     run = _Run(work_dir, state.is_main_process, on_event)
     resume_from: tuple[int, Path] | None = None
@@ -646,8 +647,7 @@ def train(
         digest = checkpoint_digest(out)
         run.emit({"event": "exported", "digest": digest, "out": str(out)})
     state.wait_for_everyone()
-    if not state.is_main_process:
-        digest = checkpoint_digest(out)
+    digest = _from_main_process(digest, world)  # the export's one hash, not recomputed by the others
     pair_seconds = max(train_seconds - recorder.eval_seconds, 1e-9)
     return TrainResult(
         checkpoint=out,
@@ -671,6 +671,15 @@ def train(
         world_size=world,
         lineage=full_lineage,
     )
+
+
+def _from_main_process(value: str, world: int) -> str:
+    """Process 0's ``value`` in every process (a broadcast under ``torchrun``; as it is alone)."""
+    if world == 1 or not torch.distributed.is_available() or not torch.distributed.is_initialized():
+        return value
+    box = [value]
+    torch.distributed.broadcast_object_list(box, src=0)
+    return str(box[0])
 
 
 def _training_arguments(config: TrainConfig, trainer_dir: Path, max_steps: int, eval_batch: int, workers: int,

@@ -200,26 +200,10 @@ def evaluate(
     settings = settings or load_settings()
     started = time.time()
     chosen = _check_request(level, statistics)
-    with session_scope(settings) as session:
-        version = resolve(session, dataset)
-        name, number, digest, store_path, info = (version.dataset.name, version.number, version.digest,
-                                                  version.store_path, dict(version.info))
-    protocol_name, metric_ties = _protocol(info, protocol)
-    candidates = wanted_signatures(scored_signatures(settings), metrics)
-    resamples = _Resamples(seed, n_resamples)
+    computed = _compute(settings, dataset, level, metrics, chosen, seed, n_resamples, protocol, exclude_groups)
+    name, number, digest = computed.name, computed.number, computed.digest
+    protocol_name, cells, skipped, p_values = computed.protocol, computed.cells, computed.skipped, computed.p_values
     excluded = frozenset(exclude_groups)
-    if level == "seg":
-        cells, skipped = _segment_cells(settings, store_path, candidates, chosen, metric_ties, resamples, excluded)
-    else:
-        cells, skipped = _system_cells(settings, store_path, candidates, chosen, resamples, excluded)
-    if not cells:
-        hint = ("score it first, e.g. `assay score --dataset " + dataset + " --metric sentbleu`" if level == "seg"
-                else "system level needs full test-set scores: `assay score --dataset " + dataset
-                + " --metric bleu --scope outputs`")
-        raise UsageError(f"no metric scores cover {name}@{number} at level {level}; {hint}"
-                         + (f" (incomplete: {', '.join(skipped)})" if skipped else ""))
-    cells += _group_means(cells)
-    p_values = _significance(cells, level, seed, n_resamples)
     run_id = new_run_id()
     version_fields = {"run_id": run_id, "dataset": name, "dataset_version": number}
     records = _correlation_records(_ranked_rows(cells, p_values, alpha), version_fields, digest, level,
@@ -243,6 +227,70 @@ def evaluate(
     public = [{k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in r.items()} for r in records]
     return {"run_id": run_id, "dataset": f"{name}@{number}", "level": level, "protocol": protocol_name,
             "rows": public, "skipped": skipped, "seconds": seconds}
+
+
+@dataclass(frozen=True)
+class _Computed:
+    """What an evaluation computes before it writes anything."""
+
+    name: str
+    number: int
+    digest: str
+    protocol: str
+    cells: list[_Cell]
+    skipped: list[str]
+    p_values: dict[PairKey, tuple[float, str]]
+
+
+def _compute(settings: Settings, dataset: str, level: str, metrics: Sequence[str] | None, chosen: list[str],
+             seed: int, n_resamples: int, protocol: str | None, exclude_groups: Sequence[str]) -> _Computed:
+    """The correlation cells (with the group means) and pairwise p-values of the wanted signatures,
+    from the stored segment scores; nothing is written."""
+    with session_scope(settings) as session:
+        version = resolve(session, dataset)
+        name, number, digest, store_path, info = (version.dataset.name, version.number, version.digest,
+                                                  version.store_path, dict(version.info))
+    protocol_name, metric_ties = _protocol(info, protocol)
+    candidates = wanted_signatures(scored_signatures(settings), metrics)
+    resamples = _Resamples(seed, n_resamples)
+    excluded = frozenset(exclude_groups)
+    if level == "seg":
+        cells, skipped = _segment_cells(settings, store_path, candidates, chosen, metric_ties, resamples, excluded)
+    else:
+        cells, skipped = _system_cells(settings, store_path, candidates, chosen, resamples, excluded)
+    if not cells:
+        hint = ("score it first, e.g. `assay score --dataset " + dataset + " --metric sentbleu`" if level == "seg"
+                else "system level needs full test-set scores: `assay score --dataset " + dataset
+                + " --metric bleu --scope outputs`")
+        raise UsageError(f"no metric scores cover {name}@{number} at level {level}; {hint}"
+                         + (f" (incomplete: {', '.join(skipped)})" if skipped else ""))
+    cells += _group_means(cells)
+    p_values = _significance(cells, level, seed, n_resamples)
+    return _Computed(name, number, digest, protocol_name, cells, skipped, p_values)
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """Correlations and pairwise p-values of signatures evaluated together, not recorded."""
+
+    values: dict[tuple[str, str, str, str], float | None]
+    """(group, aspect, statistic, signature) -> the correlation"""
+    p_values: dict[PairKey, tuple[float, str]]
+    """(group, aspect, statistic, better, worse) -> (one-sided p-value, test)"""
+
+
+def compare_signatures(dataset: str, *, level: str, signatures: Sequence[str], statistics: Sequence[str],
+                       seed: int = DEFAULT_SEED, n_resamples: int = DEFAULT_RESAMPLES, protocol: str | None = None,
+                       exclude_groups: Sequence[str] = (), settings: Settings | None = None) -> PairedComparison:
+    """What :func:`evaluate` would store for ``signatures`` evaluated together (the same cells,
+    resamples and paired tests, so the same numbers), computed from their stored segment scores
+    without writing to the results store or recording a run: a comparison of already evaluated
+    metrics (the nightly regression test) is not another evaluation."""
+    settings = settings or load_settings()
+    chosen = _check_request(level, statistics)
+    computed = _compute(settings, dataset, level, signatures, chosen, seed, n_resamples, protocol, exclude_groups)
+    return PairedComparison({(c.group, c.aspect, c.statistic, c.scored.signature): c.value for c in computed.cells},
+                            computed.p_values)
 
 
 def _correlation_records(rows: list[tuple[_Cell, int | None, int | None]], version_fields: dict[str, Any],

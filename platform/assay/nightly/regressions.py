@@ -25,14 +25,14 @@ regression is judged exactly as the leaderboard clusters are:
   :func:`assay.stats.bootstrap.paired_bootstrap_p_value`) on replicates drawn from the same
   resamples for both checkpoints.
 
-Where the checkpoint's own evaluation run already evaluated the best checkpoint's signature beside
-it, the p-value is read from that run's stored significance rows. Otherwise one paired evaluation
-of the two signatures (plus any other baselines of the same dataset and level) is run with
-:func:`assay.jobs.evaluation.evaluate` (same protocol and excluded groups as the checkpoint's run). That
-is the cleanest route to a paired test: evaluate already gathers the segment scores of both
-signatures on identical items, draws the shared resamples and stores the correlations and p-values
-as an ordinary, recorded run that the finding cites; re-deriving the segment alignment here would
-be a second copy of that plumbing. Nothing is re-scored: the scores come from the results store.
+The checkpoint is evaluated once, by the nightly evaluation; the comparison reads what that
+evaluation stored. Where its run already evaluated the best checkpoint's signature beside it, the
+p-value is read from that run's stored significance rows. Otherwise the pair is tested with
+:func:`assay.jobs.evaluation.compare_signatures`, from both checkpoints' stored segment scores: the
+cells, shared resamples and paired test that :func:`~assay.jobs.evaluation.evaluate` would apply to
+the two signatures together (same protocol, excluded groups, seed and resamples as the checkpoint's
+run), so the same numbers, without evaluating again (nothing is written, no run is recorded, nothing
+is re-scored). The finding cites the checkpoint's own evaluation run.
 
 A :class:`Finding`'s ``p_value`` is the stored one-sided p-value that the higher-valued checkpoint
 correlates better: when the new checkpoint is worse, the p-value of "the best is better" (the
@@ -63,7 +63,7 @@ from assay.checkpoints.labels import lineage_text, signature_checkpoint
 from assay.checkpoints.registry import find, labels_by_digest
 from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED, Settings
 from assay.errors import UsageError
-from assay.jobs.evaluation import SEG_STATS, SYS_STATS, evaluate
+from assay.jobs.evaluation import SEG_STATS, SYS_STATS, compare_signatures
 from assay.metrics.signature import short_digest
 from assay.nightly.suites import SuiteEntry
 from assay.results import correlations
@@ -127,7 +127,7 @@ class Finding:
     signature: str
     baseline_signature: str
     evaluate_run_id: str
-    """The evaluation run whose stored correlations and significance gave the numbers."""
+    """The checkpoint's evaluation run (the nightly's), whose stored correlations gave its value."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -305,39 +305,39 @@ def _compare_on(settings: Settings, version: _Version, level: str, statistics: s
     if not best:
         return []
     own_run = own_entry.evaluate_run_id
-    own_signatures = {r["signature"] for r in _correlation_rows(settings, version.name, own_run, level)}
-    reused = {k for k, (_, row) in best.items() if row["signature"] in own_signatures}
-    sources = {k: own_run for k in reused}
-    missing = {k: v for k, v in best.items() if k not in reused}
-    if missing:
-        paired_run = _paired_evaluation(settings, version, level, own_entry, own_rows, missing, n_resamples, seed,
-                                        alpha)
-        sources.update({k: paired_run for k in missing})
-    stored = {run: _Stored(_correlation_rows(settings, version.name, run, level),
-                           _p_values(settings, version.name, run, level)) for run in set(sources.values())}
+    own_stored = _Stored(_correlation_rows(settings, version.name, own_run, level),
+                         _p_values(settings, version.name, own_run, level))
+    own_signatures = {r["signature"] for r in own_stored.rows}
+    missing = {k: v for k, v in best.items() if v[1]["signature"] not in own_signatures}
+    paired = _paired_comparison(settings, version, level, own_entry, own_rows, missing, n_resamples, seed) \
+        if missing else None
     findings = []
     for key, (entry, best_row) in sorted(best.items()):
+        stored = paired if key in missing and paired is not None else own_stored
         finding = _finding(version, level, key, digest, own_rows[key]["signature"], entry, best_row["signature"],
-                           sources[key], stored[sources[key]], alpha)
+                           own_run, stored, alpha)
         if finding is not None:
             findings.append(finding)
     return findings
 
 
-def _paired_evaluation(settings: Settings, version: _Version, level: str, own: _Evaluated,
+def _paired_comparison(settings: Settings, version: _Version, level: str, own: _Evaluated,
                        own_rows: dict[CellKey, dict[str, Any]], best: dict[CellKey, tuple[_Evaluated, dict[str, Any]]],
-                       n_resamples: int, seed: int, alpha: float) -> str:
-    """One evaluation of the checkpoint's signature beside its baselines' (same protocol and excluded
-    groups as its own run); returns the new run's id."""
+                       n_resamples: int, seed: int) -> _Stored:
+    """The checkpoint's signature beside its baselines', tested from their stored segment scores
+    (same protocol and excluded groups as its own run; nothing is evaluated again or recorded)."""
     with session_scope(settings) as session:
         run = session.get(Run, own.evaluate_run_id)
         parameters = dict(run.parameters or {}) if run is not None else {}
     own_signature = next(iter(own_rows.values()))["signature"]
     signatures = [own_signature, *sorted({row["signature"] for _, row in best.values()})]
-    result = evaluate(version.label, level=level, metrics=signatures, statistics=sorted({k[2] for k in best}),
-                      seed=seed, n_resamples=n_resamples, alpha=alpha, protocol=parameters.get("protocol"),
-                      exclude_groups=list(parameters.get("exclude_groups") or []), settings=settings)
-    return str(result["run_id"])
+    compared = compare_signatures(version.label, level=level, signatures=signatures,
+                                  statistics=sorted({k[2] for k in best}), seed=seed, n_resamples=n_resamples,
+                                  protocol=parameters.get("protocol"),
+                                  exclude_groups=list(parameters.get("exclude_groups") or []), settings=settings)
+    rows = [{"group": g, "aspect": a, "statistic": st, "signature": sig, "value": value}
+            for (g, a, st, sig), value in compared.values.items()]
+    return _Stored(rows, compared.p_values)
 
 
 @dataclass(frozen=True)
