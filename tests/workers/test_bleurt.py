@@ -440,3 +440,19 @@ def test_digest_tracks_content(tiny_checkpoint: Path, tmp_path: Path) -> None:
     tok = copy / "tokenizer_config.json"
     tok.write_text(tok.read_text().replace('"do_lower_case": true', '"do_lower_case": false'))
     assert checkpoint_digest(copy) != changed
+
+
+def test_a_checkpoint_changed_since_registration_is_refused(tiny_checkpoint: Path, tmp_path: Path) -> None:
+    """The scorer hashes the folder once and checks it against the registered digest it was handed."""
+    registered = checkpoint_digest(tiny_checkpoint)
+    assert BleurtScorer(tiny_checkpoint, device="cpu", expected_digest=registered, name="tiny").digest == registered
+    changed = shutil.copytree(tiny_checkpoint, tmp_path / "changed")
+    config = json.loads((changed / "assay_checkpoint.json").read_text())
+    config["normalisation"] = {"type": "affine", "mean": 51.0, "std": 10.0}
+    (changed / "assay_checkpoint.json").write_text(json.dumps(config))
+    now = checkpoint_digest(changed)
+    with pytest.raises(CheckpointError) as refused:
+        BleurtScorer(changed, device="cpu", expected_digest=registered, name="tiny")
+    message = str(refused.value)
+    assert "checkpoint 'tiny'" in message and str(changed) in message
+    assert registered in message and now in message
