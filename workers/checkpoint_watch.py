@@ -49,7 +49,8 @@ class ScanReport:
     """What one scan found: newly registered checkpoints, known ones, and folders left alone."""
 
     registered: list[dict[str, Any]] = field(default_factory=list)
-    """name, digest, path of each checkpoint registered by this scan"""
+    """name, digest, path (the watched folder) and stored (its folder in the shared store) of each
+    checkpoint registered by this scan"""
     known: list[str] = field(default_factory=list)
     """folders whose content was registered before (a no-op)"""
     skipped: list[tuple[str, str]] = field(default_factory=list)
@@ -105,14 +106,15 @@ def scan_folder(settings: Settings, folder: Path, report: ScanReport, *, settle_
             if digest in known:
                 report.known.append(path)
                 continue
-            registered = register_folder(settings, candidate)
+            registered = register_folder(settings, candidate, digest=digest)  # hashed once, just above
         except (AssayError, OSError, ValueError, RuntimeError) as exc:
             log.warning("checkpoint folder %s skipped: %s", path, exc)
             report.skipped.append((path, f"not registered: {exc}"))
             continue
         known.add(registered.digest)
         if registered.created:
-            report.registered.append({"name": registered.name, "digest": registered.digest, "path": registered.path})
+            report.registered.append({"name": registered.name, "digest": registered.digest, "path": path,
+                                      "stored": registered.path})
         else:  # registered between our look at the registry and now
             report.known.append(path)
 
