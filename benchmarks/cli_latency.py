@@ -3,7 +3,7 @@
 Why: a fully cached `assay score` used to take 7.8 s, almost all of it Prefect's temporary
 per-process server, and re-ingesting an unchanged WMT17 took 15 s for about 1 s of work. Now a
 command with nothing to do answers from its plan without Prefect, and commands that run flows
-share one background local server (:mod:`assay.flows.local_server`).
+share one background local server (:mod:`assay.cli.background_server`).
 
 Measured, each the median of --repeats runs (default 3) in a temporary ASSAY_HOME:
 
