@@ -154,6 +154,27 @@ def test_a_command_uses_the_running_server(servers: Servers) -> None:
     assert read_state(servers.settings) == state
 
 
+def test_status_shows_the_remaining_idle_time_and_looking_does_not_reset_it(servers: Servers) -> None:
+    state, _ = servers.ensure()
+    first = server_status(servers.settings)
+    assert first.running and first.idle is not None
+    assert first.idle.idle_limit_s == servers.settings.server_idle_s
+    time.sleep(2.0)
+    shown = _assay(servers.home, "server", "status", "--json")
+    assert shown.returncode == 0, shown.stderr
+    payload = json.loads(shown.stdout)
+    assert payload["idle_limit_s"] == servers.settings.server_idle_s and payload["flow_in_progress"] is False
+    # the earlier look did not count as activity: the idle time kept running
+    assert payload["idle_s"] >= first.idle.idle_s + 1.5
+    assert payload["idle_remaining_s"] == pytest.approx(payload["idle_limit_s"] - payload["idle_s"], abs=0.2)
+    text = _assay(servers.home, "server", "status")
+    assert text.returncode == 0 and "stops in" in text.stdout and "ASSAY_SERVER_IDLE" in text.stdout
+    # a use of the server (an API request) starts the idle time again
+    assert background_server.healthy(state.url)
+    after = server_status(servers.settings)
+    assert after.idle is not None and after.idle.idle_s < 1.0
+
+
 def test_server_killed_with_sigkill_is_replaced(servers: Servers) -> None:
     old, _ = servers.ensure()
     os.killpg(old.pid, signal.SIGKILL)
@@ -242,27 +263,6 @@ def test_stop(servers: Servers) -> None:
 STOPS_WITHIN_S = 45.0
 
 
-def test_status_shows_the_remaining_idle_time_and_looking_does_not_reset_it(servers: Servers) -> None:
-    state, _ = servers.ensure()
-    first = server_status(servers.settings)
-    assert first.running and first.idle is not None
-    assert first.idle.idle_limit_s == servers.settings.server_idle_s
-    time.sleep(2.0)
-    shown = _assay(servers.home, "server", "status", "--json")
-    assert shown.returncode == 0, shown.stderr
-    payload = json.loads(shown.stdout)
-    assert payload["idle_limit_s"] == servers.settings.server_idle_s and payload["flow_in_progress"] is False
-    # the earlier look did not count as activity: the idle time kept running
-    assert payload["idle_s"] >= first.idle.idle_s + 1.5
-    assert payload["idle_remaining_s"] == pytest.approx(payload["idle_limit_s"] - payload["idle_s"], abs=0.2)
-    text = _assay(servers.home, "server", "status")
-    assert text.returncode == 0 and "stops in" in text.stdout and "ASSAY_SERVER_IDLE" in text.stdout
-    # a use of the server (an API request) starts the idle time again
-    assert background_server.healthy(state.url)
-    after = server_status(servers.settings)
-    assert after.idle is not None and after.idle.idle_s < 1.0
-
-
 def test_a_bad_idle_limit_is_a_clear_error(tmp_path: Path) -> None:
     for bad in ("abc", "0", "-5", "nan"):
         done = _assay(tmp_path, "server", "start", ASSAY_SERVER_IDLE=bad)
@@ -284,6 +284,7 @@ def test_it_stops_when_idle_and_the_next_command_starts_a_new_one(servers: Serve
     assert "assay stops the server: idle for 3 s" in (settings.server_dir / "server.log").read_text()
     again, started_again = servers.ensure(settings)
     assert started_again and again.pid != state.pid and background_server.healthy(again.url)
+    assert stop_server(settings) == again
 
 
 HOLD_A_FLOW = """
