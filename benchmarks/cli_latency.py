@@ -3,7 +3,7 @@
 
 Setup, untimed, in a temporary ASSAY_HOME: ``assay ingest <wmt17-da>``, ``assay score --dataset
 wmt17 --metric sentbleu`` and ``assay evaluate --dataset wmt17 --level seg`` (the first command
-starts the background Prefect server that later commands share, :mod:`assay.flows.local_server`).
+starts the background Prefect server that later commands share, :mod:`assay.cli.background_server`).
 Then each command below runs ``--repeats`` times (default 5); the median is compared with its target:
 
 - ``help``: ``assay --help`` (0.3 s)

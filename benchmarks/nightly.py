@@ -86,7 +86,7 @@ def main() -> None:
     try:
         _measure(report, settings, dataset, folders)
     finally:  # the sweeps started the local Prefect server in this home: stop it
-        from assay.flows.local_server import stop_server
+        from assay.cli.background_server import stop_server
 
         stop_server(settings)
     text = json.dumps(report, indent=2)

@@ -1,6 +1,6 @@
 """``assay deploy`` and ``assay nightly run|status``: the team's nightly evaluation on a Prefect server.
 
-``assay deploy`` creates the work pools, deployments and automations of :mod:`assay.flows.deployments`
+``assay deploy`` creates the work pools, deployments and automations of :mod:`assay.cli.team_deployments`
 on the configured server, idempotently. ``assay nightly run`` runs one sweep now (on this machine, or
 dispatching to the ``gpu`` pool when the team's deployments exist); ``assay nightly status`` shows the
 ledger.
@@ -47,7 +47,7 @@ def deploy(timezone: str, nightly_cron: str, gpus: int, suite: str, debounce_sec
            settle_seconds: float, report_dir: str | None, dry_run: bool, as_json: bool) -> None:
     """Create the work pools cpu and gpu, the deployments and the automations on the team's
     Prefect server; a second run changes nothing."""
-    from assay.flows.deployments import TeamConfig, apply
+    from assay.cli.team_deployments import TeamConfig, apply
 
     config = TeamConfig(timezone=timezone, nightly_cron=nightly_cron, gpus=gpus, suite=suite,
                         debounce_seconds=debounce_seconds, zombie_after_seconds=zombie_after_seconds,

@@ -1,15 +1,26 @@
 """The one place the CLI starts flows.
 
-Each function chooses the Prefect API first (:func:`assay.flows.engine.configure_prefect_defaults`:
-a configured ``PREFECT_API_URL``, else the background local server, started on first use) and only
-then imports the flow, because Prefect reads its settings once, at import. Commands that find
-nothing to do answer from their plan and never come here, so they never pay for Prefect.
+Each function chooses the Prefect API first (:func:`choose_prefect_api`: a configured
+``PREFECT_API_URL``, else the background local server of :mod:`assay.cli.background_server`,
+started here on first use) and only then imports the flow, because Prefect reads its settings
+once, at import. Commands that find nothing to do answer from their plan and never come here, so
+they never pay for Prefect.
+
+While a flow runs on the background server, this process holds the server's flow lease
+(:func:`assay.cli.background_server.flow_in_progress`), so the server does not stop for idleness
+while a long task makes no API request; the kernel drops the lease when the process ends,
+however it ends.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
+from collections.abc import Iterator
 from typing import Any
+
+from assay.config import Settings
 
 #: flow name -> (module under assay.flows, function)
 FLOWS = {
@@ -33,13 +44,46 @@ FLOWS = {
 }
 
 
+#: the background server this process's Prefect talks to, once chosen (Prefect reads its API URL
+#: once, so every later flow of the process runs on that server too)
+_background: list[Settings] = []
+
+
+@contextlib.contextmanager
+def choose_prefect_api() -> Iterator[None]:
+    """Point Prefect at its API and set its defaults (call before importing Prefect); while the
+    context is open, hold the background server's flow lease when that server is the API.
+
+    The API: a configured ``PREFECT_API_URL`` as it is, else the background local server (started
+    now when none runs; the first such command says so on stderr), else Prefect's temporary server
+    (``ASSAY_PREFECT_SERVER=ephemeral``); see :mod:`assay.flows.engine`.
+    """
+    from assay.config import load_settings
+    from assay.flows.engine import configure_prefect_defaults, wants_background_server
+
+    with contextlib.ExitStack() as stack:
+        settings = load_settings()
+        if not _background and wants_background_server(settings):
+            from assay.cli.background_server import ensure_server, flow_in_progress
+
+            # the lease first: the server cannot stop between its health check and the flow's first call
+            stack.enter_context(flow_in_progress(settings))
+            state, _ = ensure_server(settings)
+            os.environ["PREFECT_API_URL"] = state.url
+            _background.append(settings)
+        elif _background:
+            from assay.cli.background_server import flow_in_progress
+
+            stack.enter_context(flow_in_progress(_background[0]))
+        configure_prefect_defaults()
+        yield
+
+
 def run_flow(flow_name: str, /, *args: Any, **kwargs: Any) -> Any:
     """Run the flow ``flow_name`` (a key of :data:`FLOWS`) with the real Prefect engine; returns its result."""
-    from assay.flows.engine import configure_prefect_defaults
-
-    configure_prefect_defaults()
-    module, function = FLOWS[flow_name]
-    return getattr(importlib.import_module(f"assay.flows.{module}"), function)(*args, **kwargs)
+    with choose_prefect_api():
+        module, function = FLOWS[flow_name]
+        return getattr(importlib.import_module(f"assay.flows.{module}"), function)(*args, **kwargs)
 
 
 def run_ingest_flow(paths: list[str], **kwargs: Any) -> list[dict[str, Any]]:

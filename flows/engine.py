@@ -6,9 +6,10 @@ before that. The API is chosen in this order:
 1. a configured ``PREFECT_API_URL`` (environment, the active profile in Assay's ``PREFECT_HOME``, or
    the settings of a Prefect already imported in this process, e.g. a test harness) is used as it
    is: a team's ``prefect server start`` or Prefect Cloud;
-2. ``ASSAY_PREFECT_SERVER=background`` (the default): the one local server that
-   :mod:`assay.flows.local_server` keeps running in the background, started by the first command
-   that needs it;
+2. ``ASSAY_PREFECT_SERVER=background`` (the default): the one local server that the CLI keeps
+   running in the background (:mod:`assay.cli.background_server`, started by the first command that
+   runs a flow, in :mod:`assay.cli.runner`, which sets ``PREFECT_API_URL`` to it before calling
+   :func:`configure_prefect_defaults`: flows never start processes themselves);
 3. ``ASSAY_PREFECT_SERVER=ephemeral``: Prefect's own temporary server inside this process (5-10 s
    per command; kept to compare with in ``benchmarks/cli_latency.py``).
 
@@ -54,21 +55,21 @@ def configured_api_url(settings: Settings) -> str | None:
     return str(url) if url else None
 
 
+def wants_background_server(settings: Settings) -> bool:
+    """Whether this process should talk to the background local server (choice 2 of the module
+    doc): no configured API, ``ASSAY_PREFECT_SERVER=background``, and Prefect not imported yet
+    (once imported it has read its settings for good: too late to point it anywhere)."""
+    return configured_api_url(settings) is None and settings.prefect_server == "background" \
+        and "prefect" not in sys.modules
+
+
 def configure_prefect_defaults() -> None:
-    """Choose the Prefect API (see the module doc) and set the Prefect settings the user has not
-    set; call before importing prefect. Starts the background server when it is the choice and
-    none is running (the first such command says so on stderr)."""
+    """Set the Prefect settings the user has not set; call before importing prefect, and after
+    ``PREFECT_API_URL`` is set when the background server is the choice (the CLI does both)."""
     settings = load_settings()
     os.environ.setdefault("PREFECT_HOME", str(settings.prefect_home))
     # Prefect creates its home without parents; a fresh ASSAY_HOME may not exist yet
     Path(os.environ["PREFECT_HOME"]).expanduser().mkdir(parents=True, exist_ok=True)
-    # once Prefect is imported it has read its settings for good: too late to point it anywhere
-    if configured_api_url(settings) is None and settings.prefect_server == "background" \
-            and "prefect" not in sys.modules:
-        from assay.flows.local_server import ensure_server
-
-        state, _ = ensure_server(settings)
-        os.environ["PREFECT_API_URL"] = state.url
     defaults = {
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "PREFECT_LOGGING_LEVEL": "CRITICAL",

@@ -1,5 +1,5 @@
 """The ``assay.checkpoint.registered`` event: how a newly registered checkpoint reaches the team's
-Prefect server, whose deployment trigger (installed by ``assay deploy``, :mod:`assay.flows.deployments`)
+Prefect server, whose deployment trigger (installed by ``assay deploy``, :mod:`assay.cli.team_deployments`)
 then evaluates it soon after.
 
 The event's resource is ``assay.checkpoint.<sha256 digest>`` (named by the checkpoint's name), so a

@@ -52,7 +52,7 @@ def prefect_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
     The harness's API URL is also exported as ``PREFECT_API_URL``: Assay respects a configured URL,
     so commands run in these tests use the harness and never start the background server of
-    :mod:`assay.flows.local_server` (which ``tests/test_local_server.py`` tests on its own).
+    :mod:`assay.cli.background_server` (which ``tests/test_background_server.py`` tests on its own).
     """
     os.environ.setdefault("PREFECT_HOME", str(tmp_path_factory.mktemp("prefect_home")))
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -80,8 +80,8 @@ def no_background_prefect_servers_left(tmp_path_factory: pytest.TempPathFactory)
     yield
     from dataclasses import replace
 
+    from assay.cli.background_server import STATE_FILE, stop_server
     from assay.config import load_settings
-    from assay.flows.local_server import STATE_FILE, stop_server
 
     for state in tmp_path_factory.getbasetemp().glob(f"**/server/{STATE_FILE}"):
         stop_server(replace(load_settings(), home=state.parent.parent))

@@ -23,7 +23,6 @@ import base64
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -38,6 +37,7 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, inspect, make_url, text
 
+from assay.ports import free_port
 from tests.conftest import PG_ADMIN_URL, _pg_available, services_required
 
 HOST = "127.0.0.1"
@@ -57,12 +57,6 @@ def require_postgres() -> None:
     if services_required():
         pytest.fail(f"PostgreSQL at {PG_ADMIN_URL} is required (ASSAY_REQUIRE_SERVICES): {problem}")
     pytest.skip(f"PostgreSQL not available: {problem}")
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
 
 
 def _healthy(url: str) -> bool:
@@ -209,7 +203,7 @@ def start_team_server(tmp_dir: Path, *, auth_string: str | None = None, db_name:
     if auth_string is not None:
         env["PREFECT_SERVER_API_AUTH_STRING"] = auth_string
     env.update(extra_env or {})
-    port = _free_port()
+    port = free_port()
     command = [sys.executable, "-m", "prefect", "server", "start", "--host", HOST, "--port", str(port)]
     started = time.monotonic()
     with open(log_path, "ab") as log:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -27,6 +26,7 @@ from assay.checkpoints.registry import folder_of_digest, resolve_digest
 from assay.config import Settings
 from assay.errors import AssayError, NotFoundError, UsageError
 from assay.jobs.runs import RunRecorder
+from assay.ports import LOOPBACK, free_port
 from assay.provenance import code_version
 from assay.training.plan import StagePlan, finetune_table
 from assay.workers.checkpoint import CONFIG_FILE, checkpoint_digest
@@ -81,12 +81,6 @@ def stage_table(settings: Settings, plan: StagePlan) -> pa.Table:
     raise UsageError(f"unknown training stage {plan.stage!r} (expected pretrain or finetune)")
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def train_data_parallel(table: pa.Table, plan: StagePlan, *, processes: int, resume: bool,
                         lineage: dict[str, Any], on_event: EventHandler | None) -> dict[str, Any]:
     """Train with ``processes`` data-parallel processes under ``torchrun`` (one per GPU; gloo over
@@ -101,7 +95,7 @@ def train_data_parallel(table: pa.Table, plan: StagePlan, *, processes: int, res
             "lineage": lineage, "result": str(result_path)}
     write_text(json.dumps(spec, indent=2) + "\n", spec_path)
     command = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={processes}", "--nnodes=1",
-               "--master_addr=127.0.0.1", f"--master_port={_free_port()}",
+               f"--master_addr={LOOPBACK}", f"--master_port={free_port()}",
                "-m", "assay.workers.training.launch", str(spec_path)]
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     with log_path.open("w", encoding="utf-8") as log, \

@@ -20,6 +20,9 @@ Settings are read from the environment on every call (never cached: tests change
     With no ``PREFECT_API_URL``: ``background`` starts one local Prefect server that every later
     command reuses; ``ephemeral`` is Prefect's own temporary server per process (slow; kept for
     comparison in ``benchmarks/cli_latency.py``). A configured ``PREFECT_API_URL`` always wins.
+``ASSAY_SERVER_IDLE`` (seconds, default 900)
+    The background server stops after this long without an API request and without a flow in
+    progress; the next command that runs a flow starts a new one. A number greater than 0.
 ``ASSAY_REQUIRE_SERVICES``
     Set (``1``) in CI: tests that need PostgreSQL, Prefect or Chromium fail instead of skipping.
 """
@@ -36,6 +39,8 @@ DEFAULT_SEED = 12345
 DEFAULT_RESAMPLES = 1000
 PREFECT_SERVER_MODES = ("background", "ephemeral")
 CATALOG_FILE = "catalog.sqlite"
+#: the background Prefect server stops after this long idle (``ASSAY_SERVER_IDLE``): 15 minutes
+DEFAULT_SERVER_IDLE_S = 900.0
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,9 @@ class Settings:
     """bert_score's shipped rescaling baselines (``ASSAY_BASELINE_DIR``); None: not configured."""
     prefect_server: str = "background"
     """``background`` or ``ephemeral`` (``ASSAY_PREFECT_SERVER``)."""
+    server_idle_s: float = DEFAULT_SERVER_IDLE_S
+    """Seconds without an API request or a flow in progress after which the background server stops
+    (``ASSAY_SERVER_IDLE``)."""
     require_services: bool = False
     """``ASSAY_REQUIRE_SERVICES``: service-backed tests are mandatory (CI)."""
 
@@ -111,6 +119,24 @@ def _default_baseline_dir() -> Path | None:
     return candidate if candidate.is_dir() else None
 
 
+def _server_idle_s(text: str) -> float:
+    """``ASSAY_SERVER_IDLE``: seconds, a finite number greater than 0; empty means the default."""
+    import math
+
+    from assay.errors import UsageError
+
+    if not text.strip():
+        return DEFAULT_SERVER_IDLE_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise UsageError(f"ASSAY_SERVER_IDLE is {text!r} (expected a number of seconds greater than 0, "
+                         f"after which the idle background Prefect server stops; default {DEFAULT_SERVER_IDLE_S:.0f})")
+    return seconds
+
+
 def load_settings() -> Settings:
     """Read the settings from the environment (never cached: tests change it)."""
     from assay.errors import UsageError
@@ -132,5 +158,6 @@ def load_settings() -> Settings:
         data_dir=Path(data_dir).expanduser() if data_dir else None,
         baseline_dir=Path(baseline_dir).expanduser() if baseline_dir else _default_baseline_dir(),
         prefect_server=server,
+        server_idle_s=_server_idle_s(os.environ.get("ASSAY_SERVER_IDLE", "")),
         require_services=os.environ.get("ASSAY_REQUIRE_SERVICES", "").strip() not in ("", "0"),
     )

@@ -259,7 +259,7 @@ def test_worker_image_builds_what_pyproject_packages() -> None:
 def test_assay_deploy_creates_the_pools_from_the_template_in_deploy() -> None:
     """`assay deploy` builds the process pools' template in code (an installed Assay has no deploy/
     folder); the file in deploy/ is the same template, for teams that create pools by hand."""
-    from assay.flows.deployments import process_job_template
+    from assay.cli.team_deployments import process_job_template
 
     on_disk = json.loads((DEPLOY / "process-job-template.json").read_text(encoding="utf-8"))
     assert process_job_template() == on_disk

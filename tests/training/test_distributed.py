@@ -20,7 +20,6 @@ order, so 0.005 allows at most one swapped pair.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -30,13 +29,8 @@ import pyarrow.parquet as pq
 import pytest
 from safetensors.torch import load_file
 
+from assay.ports import free_port
 from assay.workers.checkpoint import WEIGHTS_FILE
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _spec(root: Path, name: str, table: Path, init: Path) -> Path:
@@ -67,7 +61,7 @@ def test_two_processes_match_one_with_the_same_global_batch(
                          env=child_env, capture_output=True, text=True, timeout=300, check=False)
     assert one.returncode == 0, one.stderr[-3000:]
     torchrun = [python, "-m", "torch.distributed.run", "--nproc_per_node=2", "--nnodes=1",
-                "--master_addr=127.0.0.1", f"--master_port={_free_port()}"]
+                "--master_addr=127.0.0.1", f"--master_port={free_port()}"]
     two = subprocess.run([*torchrun, *launch, str(_spec(tmp_path, "two", table, tiny_encoder_no_dropout))],
                          env=child_env, capture_output=True, text=True, timeout=300, check=False)
     assert two.returncode == 0, two.stderr[-3000:]

@@ -1,31 +1,58 @@
-"""One local Prefect server in the background, started on first use and shared by every command.
+"""One local Prefect server in the background, started on first use and shared by every command,
+stopping by itself when it is no longer used.
 
 Why: with no ``PREFECT_API_URL``, Prefect 3 starts a temporary server inside every process that
 runs a flow, which costs 5-10 s per command here (about 25 s the first time, for the database
-migrations). ``prefect server start`` in the background pays that once; later commands only set
-``PREFECT_API_URL`` before importing Prefect and talk to it over HTTP.
+migrations). A server in the background pays that once; later commands only set
+``PREFECT_API_URL`` before importing Prefect and talk to it over HTTP. Only the CLI starts it
+(:mod:`assay.cli.runner`, before a flow runs, and ``assay server start``): flows never start processes.
 
-Measured here (2 cores, warm database): ``python -m prefect server start`` answers its health check
-after 4.3 s, ``uvicorn --factory prefect.server.api.server:create_app`` after 4.1 s. The difference
-is noise beside the migrations, so the server is started the supported way. Idle, it used no CPU
-over 30 s and about 200 MB of memory.
+The process is :mod:`assay.cli.background_server_process`: Prefect's own API app (what ``prefect
+server start`` serves, with the same settings) run by uvicorn, with an activity meter in front of it
+and a watchdog thread beside it. Measured here (2 cores, warm database), ``prefect server start``
+answered its health check after 4.3 s, ``uvicorn`` with Prefect's app after 4.1 s; idle, the server
+used no CPU over 30 s and about 200 MB of memory. The meter is why the app is run directly: only the
+server sees the requests it serves.
+
+It stops by itself (the watchdog, in the server process, checks once a second):
+
+* after ``ASSAY_SERVER_IDLE`` seconds (default 900, :attr:`assay.config.Settings.server_idle_s`)
+  with no API request in progress or started, and no flow in progress. A flow in progress is one
+  whose command holds the flow lease (:func:`flow_in_progress`, taken by :mod:`assay.cli.runner`
+  around every flow): a long scoring or training task may make no API request for many minutes, and
+  the lease keeps its server up. The lease is a shared ``flock`` that the kernel releases when the
+  command ends, so a killed command (whose flow run Prefect may still list as Running) does not keep
+  the server up for ever. The decision is taken holding the start lock and the lease exclusively,
+  and a request that arrives after it is answered 503, so a command never gets a server that is
+  about to go: it finds the state gone and starts a new server;
+* when ``ASSAY_HOME`` disappears (deleted, or replaced by another folder of the same name), or its
+  state file no longer names it (so nothing could find it to stop it).
+
+A stopped server removes its state file (when its home still exists); a server that died without
+doing so (killed) leaves a state that the next command recognises as stale and replaces.
 
 State lives in ``ASSAY_HOME/server/`` (:attr:`assay.config.Settings.server_dir`):
 
 ``state.json``
-    ``{"pid", "port", "url", "started_at", "prefect_version"}`` of the running server; ``url`` is
-    the API URL (``http://127.0.0.1:PORT/api``), what ``PREFECT_API_URL`` is set to.
+    ``{"pid", "port", "url", "started_at", "prefect_version", "idle_limit_s"}`` of the running
+    server; ``url`` is the API URL (``http://127.0.0.1:PORT/api``), what ``PREFECT_API_URL`` is set to.
 ``lock``
     ``fcntl.flock``-ed while a command checks or starts the server, so that commands started at
-    the same moment start one server between them.
+    the same moment start one server between them (and while the server decides to stop).
+``flows``
+    The flow lease: ``flock``-ed shared by every command while its flow runs.
 ``server.log``
-    The server's stdout and stderr (appended to; each start writes a header line).
+    The server's stdout and stderr (appended to; each start writes a header line, each stop a line
+    saying why).
 
 The server binds 127.0.0.1 only, on a port the kernel chose as free, runs in its own session
 (Ctrl-C in the terminal that started it does not reach it) with ``PREFECT_HOME`` set to
 ``ASSAY_HOME/prefect`` and analytics off. Stale state is recovered: a dead pid, a pid reused by
 another program (its command line is checked before anything is signalled) and a server that
-stopped answering are cleaned up and a new server started.
+stopped answering are cleaned up and a new server started. A server started by an older Assay
+(``prefect server start``, without the watchdog) is replaced like one of another Prefect version.
+``GET /assay/idle`` on the server answers its idle time (:func:`idle_report`), without counting as
+a request; so does any request with the header ``X-Assay-Passive: 1`` (``assay server status``).
 
 This module imports nothing from Prefect: it runs before Prefect is imported, because Prefect reads
 ``PREFECT_API_URL`` once, at import.
@@ -39,7 +66,6 @@ import http.client
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -52,11 +78,19 @@ from typing import Any, TextIO
 
 from assay.config import Settings
 from assay.errors import AssayError
+from assay.ports import LOOPBACK, free_port
 
-HOST = "127.0.0.1"
+HOST = LOOPBACK
 STATE_FILE = "state.json"
 LOCK_FILE = "lock"
+FLOW_LEASE_FILE = "flows"
 LOG_FILE = "server.log"
+#: the server process's module (``python -m``), how its command line is recognised
+PROCESS_MODULE = "assay.cli.background_server_process"
+#: answered by the server itself (not Prefect): its idle time; never counts as a request
+IDLE_PATH = "/assay/idle"
+#: a request with this header (value ``1``) does not count as activity (``assay server status``)
+PASSIVE_HEADER = "X-Assay-Passive"
 #: first start runs Prefect's database migrations (about 25 s here, longer on a loaded machine)
 START_TIMEOUT_S = 120.0
 #: a running server answers its health check in milliseconds; this only bounds a hung one
@@ -80,18 +114,45 @@ class ServerState:
     started_at: float
     """Seconds since the epoch."""
     prefect_version: str
+    idle_limit_s: float | None = None
+    """Seconds idle after which it stops; None: started by an older Assay, without the watchdog."""
 
     @property
     def uptime_s(self) -> float:
         return max(0.0, time.time() - self.started_at)
+
+    @property
+    def root_url(self) -> str:
+        """``http://127.0.0.1:PORT``, where :data:`IDLE_PATH` is answered."""
+        return self.url.removesuffix("/api")
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ServerState:
+        idle = data.get("idle_limit_s")
         return cls(int(data["pid"]), int(data["port"]), str(data["url"]), float(data["started_at"]),
-                   str(data["prefect_version"]))
+                   str(data["prefect_version"]), None if idle is None else float(idle))
+
+
+@dataclass(frozen=True)
+class IdleReport:
+    """What the server says about its idleness (``GET /assay/idle``)."""
+
+    idle_limit_s: float
+    idle_s: float
+    """Seconds since the last request ended; 0 while one is in progress or a flow holds the lease."""
+    remaining_s: float
+    """Seconds until it stops if nothing happens (``idle_limit_s - idle_s``, at least 0)."""
+    requests_in_progress: int
+    flow_in_progress: bool
+    """A command held the flow lease at the watchdog's last check."""
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> IdleReport:
+        return cls(float(data["idle_limit_s"]), float(data["idle_s"]), float(data["remaining_s"]),
+                   int(data["requests_in_progress"]), bool(data["flow_in_progress"]))
 
 
 @dataclass(frozen=True)
@@ -102,6 +163,8 @@ class ServerStatus:
     state: ServerState | None
     """The recorded state, also when the server it names is not running (then ``problem`` says why)."""
     problem: str | None = None
+    idle: IdleReport | None = None
+    """The running server's idle time (None when it is not running or did not say)."""
 
     def as_dict(self) -> dict[str, Any]:
         state = self.state
@@ -113,6 +176,10 @@ class ServerStatus:
             "uptime_s": round(state.uptime_s, 1) if state and self.running else None,
             "started_at": state.started_at if state else None,
             "prefect_version": state.prefect_version if state else None,
+            "idle_limit_s": self.idle.idle_limit_s if self.idle else None,
+            "idle_s": round(self.idle.idle_s, 1) if self.idle else None,
+            "idle_remaining_s": round(self.idle.remaining_s, 1) if self.idle else None,
+            "flow_in_progress": self.idle.flow_in_progress if self.idle else None,
             "problem": self.problem,
         }
 
@@ -146,6 +213,20 @@ def _write_state(settings: Settings, state: ServerState) -> None:
 
 def _remove_state(settings: Settings) -> None:
     state_path(settings).unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def flow_in_progress(settings: Settings) -> Iterator[None]:
+    """Hold the flow lease (a shared ``flock`` on ``server_dir/flows``) while a flow runs: the
+    background server does not stop for idleness while any command holds it. The kernel releases it
+    when the process ends, however it ends."""
+    settings.server_dir.mkdir(parents=True, exist_ok=True)
+    with open(settings.server_dir / FLOW_LEASE_FILE, "a+") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 @contextlib.contextmanager
@@ -205,26 +286,37 @@ def _is_our_server(state: ServerState) -> bool:
     if not _alive(state.pid):
         return False
     args = _command_line(state.pid)
-    if not args:
+    if not args or "--port" not in args or str(state.port) not in args:
         return False
-    return "prefect" in args and "server" in args and "--port" in args and str(state.port) in args
+    # this module's process, or ``prefect server start`` as an older Assay started it
+    return PROCESS_MODULE in args or ("prefect" in args and "server" in args)
 
 
-def healthy(url: str, timeout: float = HEALTH_TIMEOUT_S) -> bool:
-    """GET ``<url>/health``: Prefect's API answers ``true`` once it has started."""
+def _outdated(state: ServerState) -> bool:
+    """A server of another Prefect version (it would speak its old API), or one an older Assay
+    started without the watchdog (it would never stop)."""
+    return state.prefect_version != _prefect_version() or state.idle_limit_s is None
+
+
+def healthy(url: str, timeout: float = HEALTH_TIMEOUT_S, *, passive: bool = False) -> bool:
+    """GET ``<url>/health``: Prefect's API answers ``true`` once it has started. ``passive``: the
+    request does not count as activity (a look at the server, not a use of it)."""
+    request = urllib.request.Request(f"{url}/health", headers={PASSIVE_HEADER: "1"} if passive else {})
     try:
-        with urllib.request.urlopen(f"{url}/health", timeout=timeout) as response:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             return bool(response.status == 200)
     except (OSError, urllib.error.URLError, http.client.HTTPException, ValueError):
-        return False  # nothing listens, something else listens, or it is too busy to answer
+        return False  # nothing listens, something else listens, it is stopping, or too busy to answer
 
 
-def _free_port() -> int:
-    """A port the kernel considers free on 127.0.0.1 (bind port 0). Another program could take it
-    before the server binds it; :func:`_start` then tries again with a new one."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
+def idle_report(state: ServerState, timeout: float = HEALTH_TIMEOUT_S) -> IdleReport | None:
+    """The server's idle time (``GET /assay/idle``, which does not count as activity), or None
+    when it does not answer (not running, or a server without the watchdog)."""
+    try:
+        with urllib.request.urlopen(f"{state.root_url}{IDLE_PATH}", timeout=timeout) as response:
+            return IdleReport.from_dict(json.loads(response.read()))
+    except (OSError, urllib.error.URLError, http.client.HTTPException, ValueError, KeyError, TypeError):
+        return None
 
 
 def _prefect_version() -> str:
@@ -256,7 +348,8 @@ def _log_tail(settings: Settings, lines: int = 15) -> str:
 
 
 def _spawn(settings: Settings, port: int, log: TextIO) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "prefect", "server", "start", "--host", HOST, "--port", str(port)]
+    command = [sys.executable, "-m", PROCESS_MODULE, "--host", HOST, "--port", str(port),
+               "--home", str(settings.home), "--idle", f"{settings.server_idle_s:g}"]
     log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} assay starts: {' '.join(command)}\n")
     log.flush()
     # cwd: the server must not pick up a prefect.toml or .env from wherever the first command ran
@@ -286,16 +379,18 @@ def _start(settings: Settings, announce: bool) -> ServerState:
     settings.prefect_home.mkdir(parents=True, exist_ok=True)
     problem = "it was not started"
     for attempt in range(3):
-        port = _free_port()
+        port = free_port(HOST)
         state = ServerState(pid=0, port=port, url=f"http://{HOST}:{port}/api", started_at=time.time(),
-                            prefect_version=_prefect_version())
+                            prefect_version=_prefect_version(), idle_limit_s=settings.server_idle_s)
         if announce and attempt == 0:
             print(f"assay: starting a local Prefect server for this and later commands at "
-                  f"http://{HOST}:{port} (state in {settings.server_dir}; stop it with `assay server stop`)",
+                  f"http://{HOST}:{port} (state in {settings.server_dir}; it stops after "
+                  f"{settings.server_idle_s:g} s idle, or now with `assay server stop`)",
                   file=sys.stderr, flush=True)
         with open(log_path(settings), "a", encoding="utf-8") as log:
             process = _spawn(settings, port, log)
-        state = ServerState(process.pid, port, state.url, state.started_at, state.prefect_version)
+        state = ServerState(process.pid, port, state.url, state.started_at, state.prefect_version,
+                            state.idle_limit_s)
         # recorded before it is ready: if this command is interrupted while the server starts,
         # the next one finds the server (and waits for it) instead of starting a second
         _write_state(settings, state)
@@ -334,36 +429,38 @@ def _terminate(pid: int, timeout: float = STOP_TIMEOUT_S) -> None:
 
 
 def server_status(settings: Settings) -> ServerStatus:
-    """Whether the recorded server runs and answers; reads only, never starts or cleans up."""
+    """Whether the recorded server runs and answers, and its idle time; reads only, never starts or
+    cleans up, and does not count as activity (the idle time it shows keeps running)."""
     state = read_state(settings)
     if state is None:
         return ServerStatus(False, None, None)
     if not _is_our_server(state):
         return ServerStatus(False, state, f"process {state.pid} is not running the server any more")
-    if not healthy(state.url):
+    if not healthy(state.url, passive=True):
         return ServerStatus(False, state, f"process {state.pid} runs but {state.url} does not answer")
-    return ServerStatus(True, state)
+    return ServerStatus(True, state, idle=idle_report(state))
 
 
 def ensure_server(settings: Settings, *, announce: bool = True) -> tuple[ServerState, bool]:
     """The running server, started first when there is none; returns it and whether this call
     started it. ``announce``: say so on stderr when starting (once, on the first start).
 
-    The common case (a server that answers) takes one health check and no lock. Otherwise the
+    The common case (a server that answers) takes one health check and no lock; the check counts
+    as activity, so the server then has a whole idle period before it may stop. Otherwise the
     lock is taken and the state checked again, so that of several commands started together one
-    starts the server and the others wait for it and reuse it.
+    starts the server and the others wait for it and reuse it. A new server stops after
+    ``settings.server_idle_s`` idle; a running one keeps the limit it was started with.
     """
     state = read_state(settings)
-    if state is not None and state.prefect_version == _prefect_version() and healthy(state.url) \
-            and _is_our_server(state):
+    if state is not None and not _outdated(state) and healthy(state.url) and _is_our_server(state):
         return state, False
     with _locked(settings):
         state = read_state(settings)
         if state is not None:
             if not _is_our_server(state):
                 _remove_state(settings)  # a dead pid, or one reused by another program: never signal it
-            elif state.prefect_version != _prefect_version():
-                _terminate(state.pid)  # Prefect was upgraded: the old server would speak its old API
+            elif _outdated(state):
+                _terminate(state.pid)  # Prefect was upgraded, or an older Assay started it
                 _remove_state(settings)
             elif _wait_ready(settings, state, state.started_at + START_TIMEOUT_S) is None:
                 return state, False  # still starting (its starter was interrupted), now ready
