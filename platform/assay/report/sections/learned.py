@@ -10,7 +10,8 @@ robust the trained metrics are, in three parts:
     inputs given to training, per aspect and split kind.
 
 (a) reads the catalog's checkpoint lineage; (b) and (c) read the newest run of each experiment in
-``results/robustness`` (:mod:`assay.training.robustness`). Nothing is recomputed.
+the robustness store (:mod:`assay.results.robustness`; the experiments are
+:mod:`assay.training.robustness`). Nothing is recomputed.
 """
 
 from __future__ import annotations
