@@ -71,10 +71,13 @@ def _old_checkout(tmp: Path) -> Path:
 
 
 def _p_values(home: Path, run_id: str) -> dict[tuple[str, ...], tuple[float, str]]:
-    import pyarrow.parquet as pq
+    from dataclasses import replace
 
-    rows = [r for part in (home / "results" / "significance").glob("*/part-*.parquet")
-            for r in pq.read_table(part).to_pylist() if r["run_id"] == run_id]
+    from assay.config import load_settings
+    from assay.results import parts, significance
+
+    settings = replace(load_settings(), home=home)
+    rows = parts.read_files(significance.files(settings, run_id=run_id), significance.SCHEMA).to_pylist()
     return {(r["group"], r["aspect"], r["statistic"], r["better"], r["worse"]): (r["p_value"], r["test"])
             for r in rows}
 

@@ -55,12 +55,11 @@ def build(data: Path) -> dict[str, float]:
     return timings
 
 
-def count_rows(home: Path) -> int:
-    import duckdb
+def count_rows() -> int:
+    from assay.config import load_settings
+    from assay.results import segment_scores
 
-    pattern = str(home / "results/segment_scores/*/*/part-*.parquet")
-    with duckdb.connect() as con:
-        return int(con.execute(f"SELECT count(*) FROM read_parquet('{pattern}')").fetchall()[0][0])
+    return segment_scores.row_count(load_settings())
 
 
 def main() -> int:
@@ -74,9 +73,12 @@ def main() -> int:
     os.environ.pop("ASSAY_CATALOG_URL", None)
 
     build_timings: dict[str, float] = {}
-    if not (home / "results/correlations").is_dir():
+    from assay.config import load_settings
+    from assay.results import correlations
+
+    if not correlations.files(load_settings()):
         build_timings = build(args.data)
-    rows = count_rows(home)
+    rows = count_rows()
 
     from assay.query.leaderboard import LeaderboardQuery, leaderboard
 

@@ -96,7 +96,7 @@ def leaderboard_command(dataset: str, level: str, statistic: str, group: str, as
         writer.writerows(rows)
     else:
         first = rows[0]
-        click.echo(f"{first['dataset']}@{first['dataset_version']}  level {level}  {statistic}  group {group}")
+        click.echo(f"{first['dataset']}@{first['version_number']}  level {level}  {statistic}  group {group}")
         columns = ["rank", "cluster", "metric", "value", "ci", "n", "aspect", "signature"]
         if any(row.get("checkpoint") for row in rows):
             columns.insert(3, "checkpoint")

@@ -159,8 +159,9 @@ def export_command(dataset: str, metric: str | None, model: str | None, layer: i
                    rescale: bool, checkpoint: str | None, params: tuple[str, ...], no_cache_undigested: bool,
                    any_language: bool, out: str) -> None:
     """One row per judged segment: group, system, segment_id, aspect, human, score (+P/R/F), signature."""
+    from assay.jobs.score_export import scored_segments
     from assay.metrics.registry import MetricSpec, create_metric
-    from assay.results.export import scored_segments, write_table
+    from assay.results.export import write_table
 
     if no_cache_undigested or any_language:
         raise UsageError("--no-cache-undigested and --any-language change what `assay score` computes; "

@@ -20,7 +20,7 @@ from assay.query.leaderboard import LeaderboardQuery, leaderboard
 
 DEMO_WMT = fixtures_dir() / "demo-wmt"
 ROW_KEYS = {"metric", "signature", "group", "aspect", "level", "statistic", "value", "ci_low", "ci_high", "n",
-            "dataset_version"}
+            "version_number"}
 
 
 def score(dataset: str, metric: str, scope: str = "judged") -> dict:
@@ -89,9 +89,9 @@ def test_leaderboard_refuses_different_item_sets(tmp_path: Path) -> None:
     evaluate("wmt99@2", level="seg", metrics=["chrf"], n_resamples=50)
     # unpinned, the leaderboard ranks only the newest version's rows: sentbleu (v1 only) is not mixed in
     newest = leaderboard(LeaderboardQuery("wmt99", "seg", "kendall", "de-en"))
-    assert {(r["metric"], r["dataset_version"]) for r in newest} == {("chrf", 2)}
+    assert {(r["metric"], r["version_number"]) for r in newest} == {("chrf", 2)}
     mixed = leaderboard(LeaderboardQuery("wmt99", "seg", "kendall", "de-en", allow_mixed=True))
-    assert {(r["metric"], r["dataset_version"]) for r in mixed} == {("sentbleu", 1), ("chrf", 2)}
+    assert {(r["metric"], r["version_number"]) for r in mixed} == {("sentbleu", 1), ("chrf", 2)}
     # each version on its own ranks fine
     assert leaderboard(LeaderboardQuery("wmt99@1", "seg", "kendall", "de-en"))[0]["metric"] == "sentbleu"
     assert leaderboard(LeaderboardQuery("wmt99@2", "seg", "kendall", "de-en"))[0]["metric"] == "chrf"
@@ -100,14 +100,14 @@ def test_leaderboard_refuses_different_item_sets(tmp_path: Path) -> None:
 def test_rows_from_different_item_sets_or_versions_are_refused() -> None:
     from assay.query.leaderboard import _refuse_mixed
 
-    _refuse_mixed([{"dataset_version": 1, "aspect": "da", "item_set": "a"},
-                   {"dataset_version": 1, "aspect": "da", "item_set": "a"}])
+    _refuse_mixed([{"version_number": 1, "aspect": "da", "item_set": "a"},
+                   {"version_number": 1, "aspect": "da", "item_set": "a"}])
     with pytest.raises(UsageError, match="different item sets"):
-        _refuse_mixed([{"dataset_version": 1, "aspect": "da", "item_set": "a"},
-                       {"dataset_version": 1, "aspect": "da", "item_set": "b"}])
+        _refuse_mixed([{"version_number": 1, "aspect": "da", "item_set": "a"},
+                       {"version_number": 1, "aspect": "da", "item_set": "b"}])
     with pytest.raises(UsageError, match="dataset versions"):
-        _refuse_mixed([{"dataset_version": 1, "aspect": "da", "item_set": "a"},
-                       {"dataset_version": 2, "aspect": "da", "item_set": "a"}])
+        _refuse_mixed([{"version_number": 1, "aspect": "da", "item_set": "a"},
+                       {"version_number": 2, "aspect": "da", "item_set": "a"}])
 
 
 def test_data_versioned_rerun(tmp_path: Path) -> None:
@@ -163,8 +163,8 @@ def test_pairwise_statistics_equal_the_stats_module_on_the_exported_scores() -> 
     own values are checked against the mt-metrics-eval fixtures in tests/stats."""
     import numpy as np
 
+    from assay.jobs.score_export import scored_segments
     from assay.metrics.registry import create_metric
-    from assay.results.export import scored_segments
     from assay.stats import acc_23, tau_23, tie_calibration
 
     ingest_path(DEMO_WMT)

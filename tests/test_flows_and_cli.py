@@ -274,7 +274,7 @@ def test_cli_score_evaluate_leaderboard(prefect_engine: None, tmp_path: Path) ->
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
     assert {"metric", "signature", "group", "aspect", "level", "statistic", "value", "ci_low", "ci_high", "n",
-            "dataset_version"} <= set(rows[0])
+            "version_number"} <= set(rows[0])
 
     result = runner.invoke(group, ["leaderboard", "--dataset", "wmt99", "--level", "seg", "--stat", "kendall",
                                    "--json"])

@@ -16,9 +16,9 @@ from assay.cli.main import cli
 from assay.config import load_settings
 from assay.jobs.ingest import ingest_path
 from assay.jobs.model_selection import select_models
+from assay.jobs.score_export import scored_segments
 from assay.jobs.scoring import finish_scoring, plan_scoring, score_shard
 from assay.metrics.registry import MetricSpec, create_metric
-from assay.results.export import scored_segments
 from assay.stats.model_selection import model_selection, sample_hybrid_systems
 
 

@@ -96,7 +96,7 @@ def test_report_renders_in_chromium(shared_data: Path, tmp_path: Path) -> None:
         assert "assay evaluate --dataset wmt17 --level seg" in page.locator("#sec-reproduction").inner_text()
         # 7. notes: signatures, the dataset version with its digest, the runs
         notes = page.locator("ol.footnotes").inner_text()
-        assert evaluations["seg"]["rows"][0]["dataset_digest"] in notes
+        assert evaluations["seg"]["rows"][0]["version_digest"] in notes
         assert evaluations["seg"]["run_id"] in notes and evaluations["sys"]["run_id"] in notes
 
         # hovering a bar shows its number and signature

@@ -17,10 +17,10 @@ from assay.config import load_settings
 from assay.datasets import store
 from assay.fixtures import fixtures_dir
 from assay.jobs.ingest import ingest_path
+from assay.jobs.score_export import scored_segments
 from assay.jobs.scoring import finish_scoring, plan_scoring, score_shard
 from assay.metrics.lexical import ChrF, CorpusBLEU, RougeL, SentenceBLEU
 from assay.metrics.registry import MetricSpec, create_metric, metric_names
-from assay.results.export import scored_segments
 
 DEMO_WMT = fixtures_dir() / "demo-wmt"
 

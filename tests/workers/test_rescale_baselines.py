@@ -14,9 +14,9 @@ from assay.catalog.models import ResultFile, Run
 from assay.config import load_settings
 from assay.fixtures import fixtures_dir
 from assay.jobs.ingest import ingest_path
+from assay.jobs.score_export import scored_segments
 from assay.jobs.scoring import finish_scoring, plan_scoring, score_shard
 from assay.metrics.registry import MetricSpec
-from assay.results.export import scored_segments
 from assay.workers.bertscore import BERTScorer, compute_baseline, load_baseline
 from assay.workers.encoder import load_encoder
 from assay.workers.metrics import BERTScore

@@ -36,7 +36,8 @@ system-level bootstrap does. Whether a signature is corpus-level is read from wh
 rows carry sufficient statistics), not from the metric registry.
 
 Evaluate writes correlations, significance and, at system level, the system points the report
-draws (:mod:`assay.results.correlations`), and records the run (:class:`assay.jobs.runs.RunRecorder`).
+draws (:mod:`assay.results.correlations`, :mod:`assay.results.significance`,
+:mod:`assay.results.system_points`), and records the run (:class:`assay.jobs.runs.RunRecorder`).
 """
 
 from __future__ import annotations
@@ -52,7 +53,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from assay.catalog.dataset_versions import resolve
 from assay.catalog.engine import session_scope
@@ -63,7 +63,8 @@ from assay.errors import UsageError
 from assay.jobs.runs import RecordedFile, RunRecorder, new_run_id
 from assay.metrics.registry import metric_class
 from assay.provenance import code_version
-from assay.results import correlations, segment_scores
+from assay.results import correlations, segment_scores, significance, system_points
+from assay.results.segment_scores import ScoredMetric, scored_signatures
 from assay.stats import (
     MetricTies,
     assign_clusters,
@@ -113,33 +114,9 @@ PairKey = tuple[str, str, str, str, str]
 
 # --- what is evaluated: stored signatures ---------------------------------------------------------
 
-@dataclass(frozen=True)
-class ScoredMetric:
-    """A metric signature with stored segment scores."""
-
-    metric: str
-    signature: str
-    has_sufficient_statistics: bool = False
-    """Its stored rows carry sufficient statistics: a corpus-level metric (corpus BLEU), whose
-    segment scores belong to another metric (sentBLEU) and are not evaluated at segment level."""
-
-
 def digest_of(values: Sequence[str]) -> str:
     """The item set of a correlation: a digest of what it was computed on, order-free."""
     return hashlib.sha256("\n".join(sorted(values)).encode()).hexdigest()[:16]
-
-
-def scored_signatures(settings: Settings) -> list[ScoredMetric]:
-    """Every (metric, signature) with scores in the results store."""
-    root = settings.home / segment_scores.ROOT
-    found = []
-    for folder in sorted(root.glob("metric=*/sig=*")) if root.is_dir() else []:
-        parts = sorted(folder.glob("part-*.parquet"))
-        if parts:
-            first = pq.read_table(parts[0], columns=["signature", "stats"]).slice(0, 1)
-            found.append(ScoredMetric(folder.parent.name.split("=", 1)[1], first.column("signature")[0].as_py(),
-                                      first.column("stats")[0].is_valid))
-    return found
 
 
 def wanted_signatures(candidates: list[ScoredMetric], metrics: Sequence[str] | None) -> list[ScoredMetric]:
@@ -205,16 +182,11 @@ def evaluate(
     protocol_name, cells, skipped, p_values = computed.protocol, computed.cells, computed.skipped, computed.p_values
     excluded = frozenset(exclude_groups)
     run_id = new_run_id()
-    version_fields = {"run_id": run_id, "dataset": name, "dataset_version": number}
+    version_fields = {"run_id": run_id, "dataset": name, "version_number": number}
     records = _correlation_records(_ranked_rows(cells, p_values, alpha), version_fields, digest, level,
                                    protocol_name, seed, n_resamples)
-    files = _write(settings, name, run_id, [
-        (correlations.CORRELATIONS_ROOT, correlations.CORRELATIONS, records),
-        (correlations.SIGNIFICANCE_ROOT, correlations.SIGNIFICANCE,
-         _significance_records(p_values, version_fields, level)),
-        (correlations.SYSTEM_POINTS_ROOT, correlations.SYSTEM_POINTS,
-         _system_point_records(cells, version_fields, level, chosen[0])),
-    ])
+    files = _write(settings, name, run_id, records, _significance_records(p_values, version_fields, level),
+                   _system_point_records(cells, version_fields, level, chosen[0]))
     recorder = RunRecorder(
         settings, "evaluate",
         inputs={"dataset": name, "version": number, "dataset_digest": digest,
@@ -301,7 +273,7 @@ def _correlation_records(rows: list[tuple[_Cell, int | None, int | None]], versi
     for c, rank, cluster in rows:
         ci_low, ci_high = c.interval()
         records.append({
-            **version_fields, "dataset_digest": digest, "level": level, "group": c.group, "aspect": c.aspect,
+            **version_fields, "version_digest": digest, "level": level, "group": c.group, "aspect": c.aspect,
             "metric": c.scored.metric, "signature": c.scored.signature, "statistic": c.statistic, "value": c.value,
             "ci_low": ci_low, "ci_high": ci_high, "n": c.n, "n_excluded": c.n_excluded, "item_set": c.item_set,
             "protocol": protocol, "rank": rank, "cluster": cluster, "seed": seed, "n_resamples": n_resamples,
@@ -326,16 +298,14 @@ def _system_point_records(cells: list[_Cell], version_fields: dict[str, Any], le
             for system, h, m in zip(c.systems, c.human, c.metric_values, strict=True)]
 
 
-def _write(settings: Settings, dataset: str, run_id: str,
-           tables: list[tuple[str, pa.Schema, list[dict[str, Any]]]]) -> list[RecordedFile]:
-    """One immutable part per table (correlations and significance always; system points when any)."""
-    files = []
-    for root, schema, rows in tables:
-        if rows or root != correlations.SYSTEM_POINTS_ROOT:
-            path = correlations.write_part(settings, root, dataset, run_id, pa.Table.from_pylist(rows, schema=schema),
-                                           schema)
-            files.append(RecordedFile.of(settings, path, path.parts[1], len(rows)))
-    return files
+def _write(settings: Settings, dataset: str, run_id: str, records: list[dict[str, Any]],
+           p_values: list[dict[str, Any]], points: list[dict[str, Any]]) -> list[RecordedFile]:
+    """One immutable part per store (correlations and significance always; system points when any)."""
+    written = [(correlations.write(settings, dataset, run_id, records), correlations.STORE, len(records)),
+               (significance.write(settings, dataset, run_id, p_values), significance.STORE, len(p_values))]
+    if points:
+        written.append((system_points.write(settings, dataset, run_id, points), system_points.STORE, len(points)))
+    return [RecordedFile.of(settings, path, kind, rows) for path, kind, rows in written]
 
 
 # --- cells and their shared resamples -------------------------------------------------------------

@@ -10,8 +10,8 @@ the mean reciprocal human rank of its pick (MRR) and the mean human-score gap (D
 Only items that every system produced and every compared metric scored are used; systems written
 by people (``is_human``: WebNLG's own texts) are left out, since the metrics compare against
 human references. The hybrid draws depend only on the seed and the matrix shape, so all metrics of
-a cell are judged on the same hybrids. Results go to ``results/model_selection`` and a run to the
-catalog, like ``evaluate``.
+a cell are judged on the same hybrids. Results go to the model-selection store
+(:mod:`assay.results.model_selection`) and a run to the catalog, like ``evaluate``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from assay.catalog.dataset_versions import resolve
 from assay.catalog.engine import session_scope
@@ -30,37 +29,14 @@ from assay.config import DEFAULT_SEED, Settings, load_settings
 from assay.datasets import store
 from assay.datasets.human import human_score
 from assay.errors import UsageError
-from assay.jobs.evaluation import ScoredMetric, score_lookup, scored_signatures, wanted_signatures
+from assay.jobs.evaluation import score_lookup, wanted_signatures
 from assay.jobs.runs import RecordedFile, RunRecorder, new_run_id
 from assay.provenance import code_version
-from assay.results import correlations, segment_scores
+from assay.results import model_selection as stored
+from assay.results import segment_scores
+from assay.results.segment_scores import ScoredMetric, scored_signatures
 from assay.stats import pearson
 from assay.stats.model_selection import model_selection, sample_hybrid_systems
-
-ROOT = correlations.MODEL_SELECTION_ROOT
-
-SCHEMA = pa.schema([
-    pa.field("run_id", pa.string(), nullable=False),
-    pa.field("dataset", pa.string(), nullable=False),
-    pa.field("dataset_version", pa.int64(), nullable=False),
-    pa.field("dataset_digest", pa.string(), nullable=False),
-    pa.field("group", pa.string(), nullable=False),
-    pa.field("aspect", pa.string(), nullable=False),
-    pa.field("metric", pa.string(), nullable=False),
-    pa.field("signature", pa.string(), nullable=False),
-    pa.field("hits_at_1", pa.float64(), nullable=False),
-    pa.field("mrr", pa.float64(), nullable=False),
-    pa.field("mean_abs_human_diff", pa.float64(), nullable=False),
-    pa.field("hybrid_human_metric_pearson", pa.float64()),
-    pa.field("n_systems", pa.int64(), nullable=False),
-    pa.field("n_items", pa.int64(), nullable=False),
-    pa.field("n_hybrid", pa.int64(), nullable=False),
-    pa.field("n_candidates", pa.int64(), nullable=False),
-    pa.field("n_trials", pa.int64(), nullable=False),
-    pa.field("seed", pa.int64(), nullable=False),
-    pa.field("code_version", pa.string(), nullable=False),
-    pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
-])
 
 
 def _matrices(segments: dict[str, list[Any]], index: list[int], keys: list[str]
@@ -135,7 +111,7 @@ def select_models(
                                      seed=seed)
             hybrid_r = pearson(hybrids.human, hybrids.metric).value if n_hybrid > 1 else None
             records.append({
-                "run_id": run_id, "dataset": name, "dataset_version": number, "dataset_digest": digest,
+                "run_id": run_id, "dataset": name, "version_number": number, "version_digest": digest,
                 "group": group, "aspect": aspect, "metric": scored.metric, "signature": scored.signature,
                 "hits_at_1": result.hits_at_1, "mrr": result.mrr, "mean_abs_human_diff": result.mean_abs_human_diff,
                 "hybrid_human_metric_pearson": hybrid_r, "n_systems": len(systems), "n_items": len(items),
@@ -146,8 +122,7 @@ def select_models(
         raise UsageError(f"no metric has scores for every system and item of {name}@{number}; score it first, "
                          f"e.g. `assay score --dataset {dataset} --metric sentbleu`"
                          + (f" ({'; '.join(skipped)})" if skipped else ""))
-    path = correlations.write_part(settings, ROOT, name, run_id, pa.Table.from_pylist(records, schema=SCHEMA),
-                                   SCHEMA)
+    path = stored.write(settings, name, run_id, records)
     seconds = RunRecorder(
         settings, "select",
         inputs={"dataset": name, "version": number, "dataset_digest": digest,
@@ -156,7 +131,7 @@ def select_models(
                     "metrics": list(metrics or [])},
         run_id=run_id, started=started,
     ).record({"rows": len(records), "skipped": skipped, "files": [str(path)]},
-             [RecordedFile.of(settings, path, "model_selection", len(records))])
+             [RecordedFile.of(settings, path, stored.STORE, len(records))])
     public = [{k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in r.items()} for r in records]
     return {"run_id": run_id, "dataset": f"{name}@{number}", "rows": public, "skipped": skipped,
             "seconds": seconds}

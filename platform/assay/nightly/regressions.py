@@ -52,8 +52,6 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from sqlalchemy import and_, delete, or_, select
 
 from assay.catalog.dataset_versions import resolve
@@ -66,7 +64,7 @@ from assay.errors import UsageError
 from assay.jobs.evaluation import SEG_STATS, SYS_STATS, compare_signatures
 from assay.metrics.signature import short_digest
 from assay.nightly.suites import SuiteEntry
-from assay.results import correlations
+from assay.results import correlations, significance
 
 __all__ = [
     "Finding",
@@ -210,26 +208,15 @@ def _ledger(settings: Settings, version: _Version, suite_signature: str) -> list
                 if _RUN_ID.fullmatch(str(r.evaluate_run_id))]
 
 
-def _run_parts(settings: Settings, root: str, dataset: str, run_id: str) -> pa.Table | None:
-    """The stored rows one run wrote under ``root`` (its parts are named ``part-<run>-*``)."""
-    files = sorted((settings.home / root / f"dataset={dataset}").glob(f"part-{run_id}-*.parquet"))
-    if not files:
-        return None
-    return pa.concat_tables([pq.read_table(f) for f in files])
-
-
 def _correlation_rows(settings: Settings, dataset: str, run_id: str, level: str) -> list[dict[str, Any]]:
-    table = _run_parts(settings, correlations.CORRELATIONS_ROOT, dataset, run_id)
-    return [] if table is None else [r for r in table.to_pylist() if r["level"] == level]
+    return [r for r in correlations.read_run(settings, dataset, run_id) if r["level"] == level]
 
 
 def _p_values(settings: Settings, dataset: str, run_id: str, level: str
               ) -> dict[tuple[str, str, str, str, str], tuple[float, str]]:
     """(group, aspect, statistic, better, worse) -> (p-value, test) of one evaluation run."""
-    table = _run_parts(settings, correlations.SIGNIFICANCE_ROOT, dataset, run_id)
-    rows = [] if table is None else table.to_pylist()
     return {(r["group"], r["aspect"], r["statistic"], r["better"], r["worse"]): (r["p_value"], r["test"])
-            for r in rows if r["level"] == level}
+            for r in significance.read_run(settings, dataset, run_id) if r["level"] == level}
 
 
 def _of_checkpoint(rows: list[dict[str, Any]], digest: str) -> dict[CellKey, dict[str, Any]]:

@@ -1,14 +1,14 @@
 """Leaderboards: ranked correlations with significance clusters, from DuckDB over the results store.
 
-Rows come from ``results/correlations`` (written by ``assay evaluate``); for each metric signature
-the newest matching row is taken. Ranks follow the value; clusters follow mt-metrics-eval's rule
-(a new cluster opens where a better metric wins at p <= alpha) using the pairwise p-values that
-the evaluation stored, so a filtered leaderboard (a subset of metrics) is re-clustered correctly.
-Rows computed on different item sets or dataset versions are never ranked together unless the
-caller asks for it. Rows correlated with different human targets (WebNLG's semantics, fluency and
-grammar aspects) are never ranked together at all: a correlation with fluency and one with
-semantics measure different things, so a leaderboard is always within one aspect. User input
-reaches SQL only as bound parameters.
+Rows come from the correlation store (:mod:`assay.results.correlations`, written by ``assay
+evaluate``); for each metric signature the newest matching row is taken. Ranks follow the value;
+clusters follow mt-metrics-eval's rule (a new cluster opens where a better metric wins at p <=
+alpha) using the pairwise p-values that the evaluation stored, so a filtered leaderboard (a subset
+of metrics) is re-clustered correctly. Rows computed on different item sets or dataset versions are
+never ranked together unless the caller asks for it. Rows correlated with different human targets
+(WebNLG's semantics, fluency and grammar aspects) are never ranked together at all: a correlation
+with fluency and one with semantics measure different things, so a leaderboard is always within one
+aspect. User input reaches SQL only as bound parameters.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from assay.checkpoints.labels import labels_for, lineage_text, signature_checkpo
 from assay.config import Settings, load_settings
 from assay.datasets.names import DatasetRef
 from assay.errors import NotFoundError, UsageError
-from assay.results import correlations
+from assay.results import correlations, significance
 from assay.stats import assign_clusters
 
 
@@ -41,27 +41,18 @@ class LeaderboardQuery:
     alpha: float = 0.05
 
 
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def leaderboard(query: LeaderboardQuery, settings: Settings | None = None,
                 con: duckdb.DuckDBPyConnection | None = None) -> list[dict[str, Any]]:
     settings = settings or load_settings()
     ref = DatasetRef.parse(query.dataset)
-    folder = settings.home / correlations.CORRELATIONS_ROOT / f"dataset={ref.name}"
-    if not folder.is_dir() or not any(folder.glob("part-*.parquet")):
-        raise NotFoundError(f"no evaluations of {ref.name} yet; run `assay evaluate --dataset {ref.name}`")
-    pattern = str(folder / "part-*.parquet")
-    sig_pattern = str(settings.home / correlations.SIGNIFICANCE_ROOT / f"dataset={ref.name}" / "part-*.parquet")
     where = ["level = $level", "statistic = $statistic", '"group" = $group']
     params: dict[str, Any] = {"level": query.level, "statistic": query.statistic, "group": query.group}
     if ref.version is not None:
         if not ref.version.isdigit():
-            where.append("starts_with(dataset_digest, $digest)")
+            where.append("starts_with(version_digest, $digest)")
             params["digest"] = ref.version.lower()
         else:
-            where.append("dataset_version = $version")
+            where.append("version_number = $version")
             params["version"] = int(ref.version)
     if query.aspect:
         where.append("aspect = $aspect")
@@ -73,26 +64,14 @@ def leaderboard(query: LeaderboardQuery, settings: Settings | None = None,
         where.append("created_at >= $since")
         params["since"] = query.since
     pinned_or_mixed = ref.version is not None or query.allow_mixed
-    version_filter = "TRUE" if pinned_or_mixed else "dataset_version = (SELECT v FROM newest_version)"
-    sql = f"""
-        WITH rows AS (
-            SELECT * FROM read_parquet({_literal(pattern)})
-            WHERE {' AND '.join(where)}
-        ),
-        newest_version AS (SELECT max(dataset_version) AS v FROM rows)
-        SELECT run_id, dataset, dataset_version, dataset_digest, level, "group", aspect, metric, signature,
-               statistic, value, ci_low, ci_high, n, n_excluded, item_set, protocol, created_at
-        FROM rows
-        WHERE {version_filter}
-        QUALIFY row_number() OVER (PARTITION BY signature, aspect ORDER BY created_at DESC) = 1
-        ORDER BY aspect, signature
-    """
+    version_filter = "TRUE" if pinned_or_mixed else "version_number = (SELECT v FROM newest_version)"
     own = con is None
     con = con or duckdb.connect()
     try:
-        cursor = con.execute(sql, params)
-        columns = [d[0] for d in cursor.description or []]
-        rows = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
+        source = correlations.sql_source(con, settings, ref.name)
+        if source is None:
+            raise NotFoundError(f"no evaluations of {ref.name} yet; run `assay evaluate --dataset {ref.name}`")
+        rows = _newest_rows(con, source, where, params, version_filter)
         if not rows:
             raise NotFoundError(f"no {query.level}-level {query.statistic} correlations for group {query.group!r} "
                                 f"of {query.dataset}")
@@ -100,7 +79,8 @@ def leaderboard(query: LeaderboardQuery, settings: Settings | None = None,
         if not query.allow_mixed:
             _refuse_mixed(rows)
         defined = sorted((r for r in rows if r["value"] is not None), key=lambda r: -r["value"])
-        p_values = _p_matrix(con, sig_pattern, defined, query) if len(defined) > 1 else np.ones((len(defined),) * 2)
+        p_values = (_p_matrix(con, significance.sql_source(con, settings, ref.name), defined, query)
+                    if len(defined) > 1 else np.ones((len(defined),) * 2))
     finally:
         if own:
             con.close()
@@ -111,6 +91,27 @@ def leaderboard(query: LeaderboardQuery, settings: Settings | None = None,
         row["created_at"] = row["created_at"].isoformat() if row["created_at"] else None
     _name_checkpoints(ranked, settings)
     return ranked
+
+
+def _newest_rows(con: duckdb.DuckDBPyConnection, source: str, where: list[str], params: dict[str, Any],
+                 version_filter: str) -> list[dict[str, Any]]:
+    """Per (signature, aspect), the newest stored row that matches ``where``."""
+    sql = f"""
+        WITH rows AS (
+            SELECT * FROM {source}
+            WHERE {' AND '.join(where)}
+        ),
+        newest_version AS (SELECT max(version_number) AS v FROM rows)
+        SELECT run_id, dataset, version_number, version_digest, level, "group", aspect, metric, signature,
+               statistic, value, ci_low, ci_high, n, n_excluded, item_set, protocol, created_at
+        FROM rows
+        WHERE {version_filter}
+        QUALIFY row_number() OVER (PARTITION BY signature, aspect ORDER BY created_at DESC) = 1
+        ORDER BY aspect, signature
+    """
+    cursor = con.execute(sql, params)
+    columns = [d[0] for d in cursor.description or []]
+    return [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
 
 
 def _name_checkpoints(rows: list[dict[str, Any]], settings: Settings) -> None:
@@ -134,7 +135,7 @@ def _refuse_mixed_aspects(rows: list[dict[str, Any]], query: LeaderboardQuery) -
 
 
 def _refuse_mixed(rows: list[dict[str, Any]]) -> None:
-    versions = {r["dataset_version"] for r in rows}
+    versions = {r["version_number"] for r in rows}
     by_aspect: dict[str, set[str]] = {}
     for r in rows:
         by_aspect.setdefault(r["aspect"], set()).add(r["item_set"])
@@ -147,21 +148,20 @@ def _refuse_mixed(rows: list[dict[str, Any]]) -> None:
                          "re-evaluate them together or pass --allow-mixed")
 
 
-def _p_matrix(con: duckdb.DuckDBPyConnection, pattern: str, ranked: list[dict[str, Any]],
+def _p_matrix(con: duckdb.DuckDBPyConnection, source: str | None, ranked: list[dict[str, Any]],
               query: LeaderboardQuery) -> np.ndarray:
     """p[i, j] (i ranked above j): that i beats j, from the evaluation that produced both rows."""
     size = len(ranked)
     p = np.ones((size, size))
-    runs = sorted({r["run_id"] for r in ranked})
-    try:
-        found = con.execute(
-            f"""SELECT run_id, aspect, better, worse, p_value FROM read_parquet({_literal(pattern)})
-                WHERE list_contains($runs, run_id) AND level = $level AND statistic = $statistic
-                  AND "group" = $group""",
-            {"runs": runs, "level": query.level, "statistic": query.statistic, "group": query.group},
-        ).fetchall()
-    except duckdb.IOException:
+    if source is None:
         return p
+    runs = sorted({r["run_id"] for r in ranked})
+    found = con.execute(
+        f"""SELECT run_id, aspect, better, worse, p_value FROM {source}
+            WHERE list_contains($runs, run_id) AND level = $level AND statistic = $statistic
+              AND "group" = $group""",
+        {"runs": runs, "level": query.level, "statistic": query.statistic, "group": query.group},
+    ).fetchall()
     lookup = {(run, aspect, better, worse): pv for run, aspect, better, worse, pv in found}
     for i, a in enumerate(ranked):
         for j in range(i + 1, size):
@@ -174,13 +174,12 @@ def _p_matrix(con: duckdb.DuckDBPyConnection, pattern: str, ranked: list[dict[st
 def _distinct(dataset: str, column: str, where: str, params: dict[str, Any], settings: Settings | None) -> list[str]:
     settings = settings or load_settings()
     ref = DatasetRef.parse(dataset)
-    folder = settings.home / correlations.CORRELATIONS_ROOT / f"dataset={ref.name}"
-    if not folder.is_dir() or not any(folder.glob("part-*.parquet")):
-        return []
     with duckdb.connect() as con:
+        source = correlations.sql_source(con, settings, ref.name)
+        if source is None:
+            return []
         return [value for (value,) in con.execute(
-            f'SELECT DISTINCT "{column}" FROM read_parquet({_literal(str(folder / "part-*.parquet"))}) '
-            f"WHERE {where} ORDER BY 1", params).fetchall()]
+            f'SELECT DISTINCT "{column}" FROM {source} WHERE {where} ORDER BY 1', params).fetchall()]
 
 
 def available_groups(dataset: str, level: str, settings: Settings | None = None) -> list[str]:

@@ -51,7 +51,7 @@ from assay.report.sections import (
     systems,
 )
 from assay.report.svg import esc
-from assay.training.robustness import read_results
+from assay.results import robustness as robustness_results
 
 __all__ = ["REPORT_FILE", "build_report"]
 
@@ -68,7 +68,7 @@ def build_report(out_dir: Path | str, settings: Settings | None = None, *, main_
     settings = settings or load_settings()
     started = time.time()
     versions = dataset_versions(settings)
-    experiment_runs = {r["evaluate_run_id"] for r in read_results(settings) if r["evaluate_run_id"]}
+    experiment_runs = {r["evaluate_run_id"] for r in robustness_results.read(settings) if r["evaluate_run_id"]}
     evaluations, drift_evaluations = latest_evaluations(correlation_rows(settings), versions, experiment_runs)
     signatures = [s for e in [*evaluations, *drift_evaluations] for s in e.signatures]
     ctx = ReportContext(settings, versions, MetricPalette.of(signatures, labels_by_digest(settings)), code_version())

@@ -1,11 +1,11 @@
 """What the report shows, gathered from the catalog and the results store.
 
 * Dataset versions come from the catalog (name, number, digest, format, derivation).
-* Correlations come from ``results/correlations`` (what ``assay evaluate`` writes), read with
-  DuckDB. For each dataset and level the report shows the *latest evaluation*: the newest
-  evaluated version of the dataset and, per statistic, the newest run on it. A run ranks and
-  clusters all the metrics it evaluated together, so taking whole runs (never rows from different
-  runs side by side) keeps ranks and clusters meaningful.
+* Correlations come from the correlation store (:mod:`assay.results.correlations`, what ``assay
+  evaluate`` writes), read with DuckDB. For each dataset and level the report shows the *latest
+  evaluation*: the newest evaluated version of the dataset and, per statistic, the newest run on it.
+  A run ranks and clusters all the metrics it evaluated together, so taking whole runs (never rows
+  from different runs side by side) keeps ranks and clusters meaningful.
 * Versions derived for the quality-drift benchmark (derivation kind ``quality-drift``) are one
   sample each; they are kept apart (one evaluation per version) for the drift section and left out
   of the correlation section.
@@ -61,12 +61,12 @@ class VersionInfo:
 
 @dataclass(frozen=True)
 class CorrelationRow:
-    """One row of ``results/correlations`` (see :mod:`assay.results.correlations`)."""
+    """One stored correlation (:mod:`assay.results.correlations`)."""
 
     run_id: str
     dataset: str
-    dataset_version: int
-    dataset_digest: str
+    version_number: int
+    version_digest: str
     level: str
     group: str
     aspect: str
@@ -140,19 +140,17 @@ def dataset_versions(settings: Settings) -> list[VersionInfo]:
         ) for v in versions]
 
 
-_COLUMNS = [f.name for f in correlations.CORRELATIONS if f.name in CorrelationRow.__dataclass_fields__]
+_COLUMNS = [f.name for f in correlations.SCHEMA if f.name in CorrelationRow.__dataclass_fields__]
 
 
 def correlation_rows(settings: Settings) -> list[CorrelationRow]:
     """Every stored correlation row (empty when nothing was evaluated yet)."""
-    if not correlations.has_parts(settings, correlations.CORRELATIONS_ROOT):
-        return []
-    pattern = correlations.glob(settings, correlations.CORRELATIONS_ROOT).replace("'", "''")
     columns = ", ".join(f'"{c}"' for c in _COLUMNS)
     with duckdb.connect() as con:
-        found = con.execute(
-            f"SELECT {columns} FROM read_parquet('{pattern}', hive_partitioning = false, union_by_name = true)"
-        ).fetchall()
+        source = correlations.sql_source(con, settings)
+        if source is None:
+            return []
+        found = con.execute(f"SELECT {columns} FROM {source}").fetchall()
     return [CorrelationRow(**dict(zip(_COLUMNS, row, strict=True))) for row in found]
 
 
@@ -183,7 +181,7 @@ def latest_evaluations(rows: list[CorrelationRow], versions: list[VersionInfo],
     for r in rows:
         if r.run_id in skip:
             continue
-        keyed.setdefault((r.dataset, r.dataset_version, r.dataset_digest, r.level), []).append(r)
+        keyed.setdefault((r.dataset, r.version_number, r.version_digest, r.level), []).append(r)
     ordinary: dict[tuple[str, str], tuple[VersionInfo, list[CorrelationRow]]] = {}
     drift: list[Evaluation] = []
     for (name, number, digest, level), group in keyed.items():

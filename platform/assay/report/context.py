@@ -67,7 +67,7 @@ class ReportContext:
 
     def row_notes(self, row: CorrelationRow) -> list[int]:
         numbers = [self.notes.signature(row.signature)]
-        version = self.version(row.dataset, row.dataset_version)
+        version = self.version(row.dataset, row.version_number)
         if version is not None:
             numbers.append(self.version_note(version))
         numbers.append(self.run_note(row))
@@ -82,6 +82,6 @@ class ReportContext:
         return (f"{self.palette.label(row.signature)} · {statistic_name(row.statistic)} = {signed(row.value)}{ci}\n"
                 f"{row.group} ({row.aspect}) · n = {row.n:,}{rank}\n"
                 f"signature: {row.signature}\n"
-                f"dataset: {row.dataset}@{row.dataset_version} (sha256 {row.dataset_digest[:16]}…)\n"
+                f"dataset: {row.dataset}@{row.version_number} (sha256 {row.version_digest[:16]}…)\n"
                 f"run: {row.run_id} · {row.code_version}\n"
                 f"notes {', '.join(str(n) for n in notes)}")

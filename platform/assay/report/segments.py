@@ -6,7 +6,7 @@ has it, else ``human_raw``); a plot shows a uniform random sample of at most ``l
 the same segments for every metric.
 
 System level: the points are read from what :func:`assay.jobs.evaluation.evaluate` stored with its
-run (``results/system_points``); the report recomputes nothing.
+run (:mod:`assay.results.system_points`); the report recomputes nothing.
 """
 
 from __future__ import annotations
@@ -16,13 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pyarrow.dataset as ds
 
 from assay.config import Settings
 from assay.datasets import store
 from assay.datasets.human import human_array
 from assay.report.collect import VersionInfo
-from assay.results import correlations, segment_scores
+from assay.results import segment_scores, system_points
 
 
 @dataclass
@@ -77,15 +76,9 @@ class SystemPoints:
 
 def stored_system_points(settings: Settings, dataset: str, run_id: str, signature: str) -> list[SystemPoints]:
     """The system-level points ``assay evaluate --level sys`` stored for ``signature`` in run
-    ``run_id`` (``results/system_points``), per (group, aspect). Nothing is recomputed here."""
-    folder = settings.home / correlations.SYSTEM_POINTS_ROOT / f"dataset={dataset}"
-    files = sorted(folder.glob("part-*.parquet")) if folder.is_dir() else []
-    if not files:
-        return []
-    table = ds.dataset([str(f) for f in files], format="parquet", schema=correlations.SYSTEM_POINTS).to_table(
-        filter=(ds.field("run_id") == run_id) & (ds.field("signature") == signature))
+    ``run_id`` (:mod:`assay.results.system_points`), per (group, aspect). Nothing is recomputed here."""
     cells: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for row in table.to_pylist():
+    for row in system_points.read(settings, dataset, run_id, signature):
         cells.setdefault((row["group"], row["aspect"]), []).append(row)
     return [SystemPoints(group, aspect, [r["system"] for r in rows],
                          np.array([r["human"] for r in rows], dtype=np.float64),

@@ -1,34 +1,38 @@
-"""The correlation part of the results store: what ``assay evaluate`` writes.
+"""The correlation store: one row per correlation ``assay evaluate`` computed.
 
 Layout (relative to ``ASSAY_HOME``)::
 
-    results/correlations/dataset=<name>/part-<run>-<uuid>.parquet    one row per correlation
-    results/significance/dataset=<name>/part-<run>-<uuid>.parquet    one row per compared metric pair
-    results/system_points/dataset=<name>/part-<run>-<uuid>.parquet   one row per system of a
-                                                                      system-level correlation
+    results/correlations/dataset=<name>/part-<run>-<uuid>.parquet
 
 Correlations are keyed by (run, dataset version, level, group, aspect, statistic, signature) and
 carry the item set they were computed on (a digest of the segment keys), so a leaderboard can
 refuse to rank numbers computed on different items, and the seed and number of resamples of their
-bootstrap intervals. System points are the (human, metric) system scores a system-level
-correlation was computed on, so the report draws them without recomputing anything. Every part is
-written once, atomically, under a unique name (:func:`assay.atomic.write_parquet`).
+bootstrap intervals. The pairwise p-values behind the clusters are :mod:`assay.results.significance`;
+the system-level points are :mod:`assay.results.system_points`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from assay.atomic import unique_part_name, write_parquet
 from assay.config import Settings
+from assay.results import parts
 
-CORRELATIONS = pa.schema([
+if TYPE_CHECKING:
+    import duckdb
+
+STORE = "correlations"
+ROOT = parts.root(STORE)
+
+SCHEMA = pa.schema([
     pa.field("run_id", pa.string(), nullable=False),
     pa.field("dataset", pa.string(), nullable=False),
-    pa.field("dataset_version", pa.int64(), nullable=False),
-    pa.field("dataset_digest", pa.string(), nullable=False),
+    pa.field("version_number", pa.int64(), nullable=False),
+    pa.field("version_digest", pa.string(), nullable=False),
     pa.field("level", pa.string(), nullable=False),  # seg | sys
     pa.field("group", pa.string(), nullable=False),  # language pair, task, or "all" (mean over groups)
     pa.field("aspect", pa.string(), nullable=False),
@@ -50,51 +54,24 @@ CORRELATIONS = pa.schema([
     pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
 ])
 
-SIGNIFICANCE = pa.schema([
-    pa.field("run_id", pa.string(), nullable=False),
-    pa.field("dataset", pa.string(), nullable=False),
-    pa.field("dataset_version", pa.int64(), nullable=False),
-    pa.field("level", pa.string(), nullable=False),
-    pa.field("group", pa.string(), nullable=False),
-    pa.field("aspect", pa.string(), nullable=False),
-    pa.field("statistic", pa.string(), nullable=False),
-    pa.field("better", pa.string(), nullable=False),  # signature of the higher-valued metric
-    pa.field("worse", pa.string(), nullable=False),
-    pa.field("p_value", pa.float64(), nullable=False),  # that `better` truly correlates better
-    pa.field("test", pa.string(), nullable=False),
-])
 
-SYSTEM_POINTS = pa.schema([
-    pa.field("run_id", pa.string(), nullable=False),
-    pa.field("dataset", pa.string(), nullable=False),
-    pa.field("dataset_version", pa.int64(), nullable=False),
-    pa.field("level", pa.string(), nullable=False),  # sys
-    pa.field("group", pa.string(), nullable=False),
-    pa.field("aspect", pa.string(), nullable=False),
-    pa.field("metric", pa.string(), nullable=False),
-    pa.field("signature", pa.string(), nullable=False),
-    pa.field("system", pa.string(), nullable=False),
-    pa.field("human", pa.float64(), nullable=False),  # the human system score the correlation used
-    pa.field("metric_score", pa.float64(), nullable=False),  # corpus score or mean segment score
-])
-
-CORRELATIONS_ROOT = "results/correlations"
-SYSTEM_POINTS_ROOT = "results/system_points"
-SIGNIFICANCE_ROOT = "results/significance"
-MODEL_SELECTION_ROOT = "results/model_selection"
+def write(settings: Settings, dataset: str, run_id: str, rows: Sequence[dict[str, Any]]) -> Path:
+    """Write one run's rows as one part; returns its path relative to ``ASSAY_HOME``."""
+    return parts.write_part(settings, STORE, ("dataset", dataset), run_id, pa.Table.from_pylist(rows, schema=SCHEMA),
+                            SCHEMA)
 
 
-def write_part(settings: Settings, root: str, dataset: str, run_id: str, table: pa.Table, schema: pa.Schema) -> Path:
-    """Write one immutable part (atomically); returns its path relative to ``ASSAY_HOME``."""
-    target = settings.home / root / f"dataset={dataset}" / unique_part_name(run_id)
-    write_parquet(table, target, schema=schema)
-    return target.relative_to(settings.home)
+def files(settings: Settings, dataset: str | None = None, run_id: str | None = None) -> list[Path]:
+    """The parts (of one dataset, of one run)."""
+    return parts.part_files(settings, STORE, ("dataset", dataset) if dataset else None, run_id)
 
 
-def glob(settings: Settings, root: str) -> str:
-    return str(settings.home / root / "*" / "part-*.parquet")
+def read_run(settings: Settings, dataset: str, run_id: str) -> list[dict[str, Any]]:
+    """Every row one evaluation run stored for ``dataset``."""
+    return parts.read_files(files(settings, dataset, run_id), SCHEMA).to_pylist()
 
 
-def has_parts(settings: Settings, root: str) -> bool:
-    folder = settings.home / root
-    return folder.is_dir() and any(folder.glob("*/part-*.parquet"))
+def sql_source(con: duckdb.DuckDBPyConnection, settings: Settings, dataset: str | None = None) -> str | None:
+    """A DuckDB ``FROM`` source over every stored correlation (of one dataset); None: there is none."""
+    found = files(settings, dataset)
+    return parts.sql_source(con, found, SCHEMA) if found else None

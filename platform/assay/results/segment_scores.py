@@ -16,16 +16,20 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 
 from assay.atomic import unique_part_name, write_parquet
 from assay.config import Settings
+from assay.results import parts
 
-ROOT = "results/segment_scores"
+STORE = "segment_scores"
+ROOT = parts.root(STORE)
 
 SCHEMA = pa.schema(
     [
@@ -51,7 +55,32 @@ def signature_hash(signature: str) -> str:
 
 
 def partition_dir(settings: Settings, metric: str, signature: str) -> Path:
-    return settings.home / ROOT / f"metric={metric}" / f"sig={signature_hash(signature)}"
+    return parts.store_folder(settings, STORE) / f"metric={metric}" / f"sig={signature_hash(signature)}"
+
+
+@dataclass(frozen=True)
+class ScoredMetric:
+    """A metric signature with stored segment scores."""
+
+    metric: str
+    signature: str
+    has_sufficient_statistics: bool = False
+    """Its stored rows carry sufficient statistics: a corpus-level metric (corpus BLEU), whose
+    segment scores belong to another metric (sentBLEU) and are not evaluated at segment level."""
+
+
+def scored_signatures(settings: Settings) -> list[ScoredMetric]:
+    """Every (metric, signature) with scores in the store, read from the first row of each
+    signature's first part."""
+    root = parts.store_folder(settings, STORE)
+    found = []
+    for folder in sorted(root.glob("metric=*/sig=*")) if root.is_dir() else []:
+        files = sorted(folder.glob("part-*.parquet"))
+        if files:
+            first = pq.read_table(files[0], columns=["signature", "stats"]).slice(0, 1)
+            found.append(ScoredMetric(folder.parent.name.split("=", 1)[1], first.column("signature")[0].as_py(),
+                                      first.column("stats")[0].is_valid))
+    return found
 
 
 def scored_keys(settings: Settings, metric: str, signature: str) -> set[str]:
@@ -64,6 +93,13 @@ def scored_keys(settings: Settings, metric: str, signature: str) -> set[str]:
         columns=["key"], filter=ds.field("signature") == signature
     )
     return set(table.column("key").to_pylist())
+
+
+def row_count(settings: Settings) -> int:
+    """The number of stored rows, every metric and signature (from the parts' footers)."""
+    root = parts.store_folder(settings, STORE)
+    return sum(pq.read_metadata(f).num_rows for f in root.glob("metric=*/sig=*/part-*.parquet")) \
+        if root.is_dir() else 0
 
 
 def read_scores(settings: Settings, metric: str, signature: str, keys: Iterable[str] | None = None) -> pa.Table:

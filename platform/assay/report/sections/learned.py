@@ -10,7 +10,8 @@ robust the trained metrics are, in three parts:
     inputs given to training, per aspect and split kind.
 
 (a) reads the catalog's checkpoint lineage; (b) and (c) read the newest run of each experiment in
-``results/robustness`` (:mod:`assay.training.robustness`). Nothing is recomputed.
+the robustness store (:mod:`assay.results.robustness`; the experiments are
+:mod:`assay.training.robustness`). Nothing is recomputed.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from assay.report.context import ReportContext, signed, slug, statistic_name
 from assay.report.palette import DARKER, TABLEAU10
 from assay.report.sections import Section, empty, figure
 from assay.report.svg import esc
+from assay.results import robustness as robustness_results
 from assay.training import robustness as rb
 
 SECTION_ID = "sec-learned"
@@ -152,7 +154,7 @@ def _notes(ctx: ReportContext, rows: list[dict[str, Any]]) -> list[int]:
     notes.append(ctx.notes.cite("run", first["run_id"], (
         f"robustness run <code>{esc(first['run_id'])}</code> · experiment {esc(first['experiment'])} "
         f"<code>{esc(first['experiment_id'])}</code> on {esc(first['dataset'])} (sha256 "
-        f"<code>{esc(first['dataset_digest'])}</code>) · code <code>{esc(first['code_version'])}</code> · "
+        f"<code>{esc(first['version_digest'])}</code>) · code <code>{esc(first['code_version'])}</code> · "
         f"{first['n_resamples']:,} bootstrap resamples, seed {first['seed']}")))
     return notes
 
@@ -179,7 +181,7 @@ def _series(rows: list[dict[str, Any]], colours: dict[tuple[str, str], str], x_o
 
 def _experiments(kind: str, ctx: ReportContext) -> list[list[dict[str, Any]]]:
     """The newest run's rows of each experiment of ``kind``, newest experiment first."""
-    latest = rb.latest_results(rb.read_results(ctx.settings, kind))
+    latest = rb.latest_results(robustness_results.read(ctx.settings, kind))
     return sorted(latest.values(), key=lambda rows: rows[0]["created_at"], reverse=True)
 
 

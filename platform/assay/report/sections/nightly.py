@@ -2,7 +2,7 @@
 
 For every suite, dataset version, level and statistic, one chart: x is the time the ledger row
 (:class:`assay.catalog.models.SuiteEvaluation`, status completed) finished, y the checkpoint's
-correlation as its own evaluation run stored it (``results/correlations``); checkpoints of one
+correlation as its own evaluation run stored it (:mod:`assay.results.correlations`); checkpoints of one
 lineage (the same root ancestor through ``checkpoints.parent_id``, e.g. every fine-tuning of one
 pre-trained model) are one connected line. Regressions recorded by :mod:`assay.nightly.regressions`
 (significantly worse than the team's best) are drawn with a hollow diamond and listed in a table
@@ -18,7 +18,6 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
-import pyarrow.parquet as pq
 from sqlalchemy import select
 
 from assay.catalog.engine import session_scope
@@ -85,19 +84,17 @@ def nightly_points(ctx: ReportContext) -> list[dict[str, Any]]:
         lineages = _lineages(list(session.scalars(select(Checkpoint))))
     points = []
     for digest, run_id, finished, suite_signature, suite, version_id, name, number in ledger:
-        files = sorted((ctx.settings.home / correlations.CORRELATIONS_ROOT / f"dataset={name}")
-                       .glob(f"part-{run_id}-*.parquet"))
+        stored = correlations.read_run(ctx.settings, name, run_id)
         short = short_digest(digest)
         lineage = lineages.get(digest, {"name": f"unregistered {short}", "text": f"unregistered {short}",
                                         "root": f"unregistered {short}"})
-        for f in files:
-            for row in pq.read_table(f).to_pylist():
-                if signature_checkpoint(row["signature"]) != short or row["value"] is None:
-                    continue
-                points.append({**row, "suite": suite, "suite_signature": suite_signature, "finished_at": finished,
-                               "dataset_version_id": version_id, "checkpoint_digest": digest,
-                               "checkpoint": lineage["name"], "lineage": lineage["root"],
-                               "lineage_text": lineage["text"], "label": f"{name}@{number}"})
+        for row in stored:
+            if signature_checkpoint(row["signature"]) != short or row["value"] is None:
+                continue
+            points.append({**row, "suite": suite, "suite_signature": suite_signature, "finished_at": finished,
+                           "dataset_version_id": version_id, "checkpoint_digest": digest,
+                           "checkpoint": lineage["name"], "lineage": lineage["root"],
+                           "lineage_text": lineage["text"], "label": f"{name}@{number}"})
     return points
 
 
@@ -118,7 +115,7 @@ def _tooltip(p: dict[str, Any]) -> str:
           if p["ci_low"] is not None and p["ci_high"] is not None else "")
     return (f"{p['lineage_text']} · {statistic_name(p['statistic'])} = {signed(p['value'])}{ci}\n"
             f"{p['group']} ({p['aspect']}) · n = {p['n']:,} · evaluated {_when(p['finished_at'])}\n"
-            f"dataset: {p['label']} (sha256 {p['dataset_digest'][:16]}…) · suite {p['suite']}\n"
+            f"dataset: {p['label']} (sha256 {p['version_digest'][:16]}…) · suite {p['suite']}\n"
             f"signature: {p['signature']}\nrun: {p['run_id']}")
 
 

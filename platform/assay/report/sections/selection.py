@@ -8,12 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import pyarrow.dataset as ds
-
 from assay.report.context import ReportContext
 from assay.report.sections import Section, empty
 from assay.report.svg import esc
-from assay.results import correlations
+from assay.results import model_selection
 
 SECTION_ID = "sec-selection"
 TITLE = "Model selection with hybrid systems"
@@ -21,22 +19,19 @@ TITLE = "Model selection with hybrid systems"
 
 def latest_selection_rows(ctx: ReportContext) -> list[dict[str, Any]]:
     """Rows of the newest ``assay select`` run of each dataset version."""
-    files = sorted((ctx.settings.home / correlations.MODEL_SELECTION_ROOT).glob("dataset=*/part-*.parquet"))
-    if not files:
-        return []
-    rows = ds.dataset([str(f) for f in files], format="parquet").to_table().to_pylist()
+    rows = model_selection.read(ctx.settings)
     newest: dict[tuple[str, int], tuple[Any, str]] = {}
     for row in rows:
-        key = (row["dataset"], row["dataset_version"])
+        key = (row["dataset"], row["version_number"])
         if key not in newest or (row["created_at"], row["run_id"]) > newest[key]:
             newest[key] = (row["created_at"], row["run_id"])
-    return [r for r in rows if newest[(r["dataset"], r["dataset_version"])][1] == r["run_id"]]
+    return [r for r in rows if newest[(r["dataset"], r["version_number"])][1] == r["run_id"]]
 
 
 def _table(ctx: ReportContext, rows: list[dict[str, Any]]) -> str:
     first = rows[0]
-    version = ctx.version(first["dataset"], first["dataset_version"])
-    where = f"{esc(first['dataset'])}@{first['dataset_version']}"
+    version = ctx.version(first["dataset"], first["version_number"])
+    where = f"{esc(first['dataset'])}@{first['version_number']}"
     if version is not None:
         where += ctx.notes.marker(ctx.version_note(version))
     run = ctx.notes.cite("run", first["run_id"], (
@@ -72,7 +67,7 @@ def render(ctx: ReportContext) -> Section:
             "assay score --dataset webnlg2017 --metric chrf", "assay select --dataset webnlg2017"]))
     by_version: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for row in rows:
-        by_version.setdefault((row["dataset"], row["dataset_version"]), []).append(row)
+        by_version.setdefault((row["dataset"], row["version_number"]), []).append(row)
     lead = ('<p class="lead">Which metric would pick the best system? BERTScore §4 protocol (10K hybrids, '
             "100 candidates, 100K draws by default). Hover over a row for its signature.</p>")
     return Section(SECTION_ID, TITLE, lead + "".join(_table(ctx, by_version[k]) for k in sorted(by_version)))

@@ -1,0 +1,108 @@
+"""The part files of the results store: where a store's parts lie, how one is written, how they are read.
+
+Layout (relative to ``ASSAY_HOME``)::
+
+    results/<store>/<key>=<value>/part-<run>[-<n>]-<uuid8>.parquet
+
+Every part is written once, atomically, under a unique name (:func:`assay.atomic.write_parquet`), so
+any number of writers can add parts at once and nothing is updated in place; a part's sha256 is
+recorded in the catalog's ``result_files``. Only the modules of :mod:`assay.results` build these
+paths; everything else reads and writes through their named functions.
+
+Renamed columns. A stored column that was renamed is upgraded when read, never rewritten: the
+parts are immutable and their recorded sha256 must keep matching. :data:`RENAMED` maps each old
+name to its new one; a part that has the old column and not the new one is read with the old
+column under the new name (:func:`upgrade`; :func:`sql_source` does the same in DuckDB). A part
+that lacks a column of the declared schema (written before the column existed) reads it as null.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from assay.atomic import unique_part_name, write_parquet
+from assay.config import Settings
+
+if TYPE_CHECKING:
+    import duckdb
+
+RESULTS = "results"
+"""The results store's folder under ``ASSAY_HOME``."""
+
+RENAMED = {"dataset_version": "version_number", "dataset_digest": "version_digest"}
+"""Old stored column name -> new one (docs/STORAGE.md, "Renamed columns")."""
+
+
+def root(store: str) -> str:
+    """``results/<store>``, relative to ``ASSAY_HOME``."""
+    return f"{RESULTS}/{store}"
+
+
+def store_folder(settings: Settings, store: str) -> Path:
+    return settings.home / RESULTS / store
+
+
+def write_part(settings: Settings, store: str, partition: tuple[str, str], run_id: str, table: pa.Table,
+               schema: pa.Schema, part: int | None = None) -> Path:
+    """Write one immutable part of ``store`` under ``key=value`` (atomically); returns its path
+    relative to ``ASSAY_HOME``."""
+    key, value = partition
+    target = store_folder(settings, store) / f"{key}={value}" / unique_part_name(run_id, part)
+    write_parquet(table, target, schema=schema)
+    return target.relative_to(settings.home)
+
+
+def part_files(settings: Settings, store: str, partition: tuple[str, str] | None = None,
+               run_id: str | None = None) -> list[Path]:
+    """The parts of ``store`` (of one ``(key, value)`` partition, and of one run), sorted by path."""
+    folder = store_folder(settings, store)
+    if not folder.is_dir():
+        return []
+    where = f"{partition[0]}={partition[1]}" if partition else "*"
+    name = f"part-{run_id}-*.parquet" if run_id else "part-*.parquet"
+    return sorted(folder.glob(f"{where}/{name}"))
+
+
+def upgrade(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` (one stored part) in ``schema``: renamed columns under their new names, columns the
+    part lacks as nulls, every column cast to its declared type, in the declared order."""
+    names = set(table.column_names)
+    old_of = {new: old for old, new in RENAMED.items() if old in names and new not in names}
+    arrays = []
+    for f in schema:
+        source = f.name if f.name in names else old_of.get(f.name)
+        arrays.append(table.column(source).cast(f.type) if source else pa.nulls(table.num_rows, f.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def read_files(files: Sequence[Path], schema: pa.Schema) -> pa.Table:
+    """The rows of ``files``, each upgraded to ``schema`` (:func:`upgrade`), in file order."""
+    if not files:
+        return schema.empty_table()
+    return pa.concat_tables([upgrade(pq.read_table(f), schema) for f in files])
+
+
+def sql_literal(text: str) -> str:
+    """A DuckDB string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def sql_source(con: duckdb.DuckDBPyConnection, files: Sequence[Path], schema: pa.Schema) -> str:
+    """A DuckDB ``FROM`` source over ``files`` whose columns carry ``schema``'s names: parts written
+    before a rename (:data:`RENAMED`) are read with the old column under its new name. ``con`` is the
+    DuckDB connection the source will be queried on (it reads the parts' column names)."""
+    listed = "[" + ", ".join(sql_literal(str(f)) for f in files) + "]"
+    scan = f"read_parquet({listed}, hive_partitioning = false, union_by_name = true)"
+    found = {d[0] for d in con.execute(f"SELECT * FROM {scan} LIMIT 0").description or []}
+    legacy = {old: new for old, new in RENAMED.items() if old in found and new in schema.names}
+    if not legacy:
+        return scan
+    dropped = ", ".join(f'"{c}"' for c in [*legacy, *(n for n in legacy.values() if n in found)])
+    renamed = ", ".join((f'COALESCE("{new}", "{old}")' if new in found else f'"{old}"') + f' AS "{new}"'
+                        for old, new in legacy.items())
+    return f"(SELECT * EXCLUDE ({dropped}), {renamed} FROM {scan})"
