@@ -113,7 +113,8 @@ def score_command(dataset: str, metric: str | None, model: str | None, layer: in
     """Score a dataset version with a metric; already-scored segments are never recomputed.
 
     The request is planned in this process first: when every segment is cached the answer comes
-    from the plan, without starting the Prefect flow (nothing is computed, so no run is recorded).
+    from the plan, without starting the Prefect flow (nothing is computed, so no run is recorded);
+    otherwise the flow computes that plan.
     """
     from assay.cli.runner import run_score_flow
     from assay.jobs import scoring
@@ -124,11 +125,13 @@ def score_command(dataset: str, metric: str | None, model: str | None, layer: in
                                 allow_languages=any_language)
     if plan.to_compute == 0:
         summary = scoring.finish_scoring(plan, [])
-    else:
-        # the flow plans again inside its run (its tasks pass the plan along); drop this one's work files
-        scoring.discard(plan)
-        summary = run_score_flow(dataset, spec, scope=scope, shard_size=shard_size, progress=not as_json,
-                                 allow_languages=any_language)
+    else:  # the flow computes this plan (brought up to date under the signature lock), never plans again
+        try:
+            summary = run_score_flow(dataset, spec, scope=scope, shard_size=shard_size, progress=not as_json,
+                                     allow_languages=any_language, plan=plan.as_dict())
+        except BaseException:
+            scoring.discard(plan)  # a flow that never started leaves no work files either
+            raise
     if as_json:
         emit_json(summary)
         return
@@ -138,8 +141,8 @@ def score_command(dataset: str, metric: str | None, model: str | None, layer: in
     if summary["run_id"] is None:
         click.echo("  nothing to compute: every segment is cached (no run recorded)")
     else:
-        click.echo(f"  scoring {summary['scoring_seconds']:.2f} s; flow {summary['seconds']:.2f} s "
-                   f"(excluding process and engine start-up); run {summary['run_id']}")
+        click.echo(f"  scoring {summary['scoring_seconds']:.2f} s; run {summary['seconds']:.2f} s "
+                   f"(from plan to record, excluding process start-up); run {summary['run_id']}")
     if summary.get("note"):
         click.echo(f"  note: {summary['note']}")
     for warning in summary["warnings"]:

@@ -29,7 +29,8 @@ def rerun_flow(run_id: str) -> dict[str, Any]:
     p = plan["parameters"]
     if plan["kind"] == "score":
         result = score_flow(plan["dataset"], p["metric"], scope=p["scope"], shard_size=p["shard_size"],
-                            progress=False, allow_languages=bool(p.get("allow_languages", False)))
+                            progress=False, allow_languages=bool(p.get("allow_languages", False)),
+                            plan=plan["score_plan"])
     else:
         result = evaluate_flow(plan["dataset"], level=p["level"], metrics=p["metrics"], statistics=p["statistics"],
                                seed=p["seed"], n_resamples=p["n_resamples"], protocol=p["protocol"])

@@ -1,9 +1,12 @@
 """The ``score`` flow: plan against the cache, record the run when there is something to compute,
 score the missing segments shard by shard (each task writes its own immutable Parquet part), close
 the run. Logic lives in :mod:`assay.jobs.scoring`; tasks pass plans (ids, digests and paths), never
-tables. A plan with nothing to compute is the answer: no run, no lock, no further task.
+tables. The sequence, the lock, the progress bar and the error handling are the platform's runner
+(:func:`assay.jobs.scoring.compute_plan`); this flow hands it its steps as tasks (:class:`TaskSteps`).
+A plan with nothing to compute is the answer: no run, no lock, no further task. A caller that has
+planned already (``assay score``, a rerun) hands its plan on and the flow does not plan again.
 
-Exactly once: the flow holds the signature lock (:func:`assay.jobs.scoring.signature_lock_for`) from
+Exactly once: the runner holds the signature lock (:func:`assay.jobs.scoring.signature_lock_for`) from
 the re-plan to the recorded run. Tasks run in the flow's process, so the lock taken in the flow
 body covers them all; a killed flow's lock is released by the OS or the catalog server, and the
 next request for the signature marks its run crashed and resumes from its parts
@@ -22,7 +25,6 @@ from __future__ import annotations
 from typing import Any
 
 from prefect import flow, task
-from tqdm.auto import tqdm
 
 from assay.flows.retry_policy import RETRY_TRANSIENT
 from assay.jobs import scoring
@@ -57,30 +59,34 @@ def finish_task(plan: dict[str, Any], parts: list[dict[str, Any]], error: str | 
     return scoring.finish_scoring(scoring.ScorePlan.from_dict(plan), parts, error=error)
 
 
+class TaskSteps:
+    """The scoring steps as this module's tasks, for :func:`assay.jobs.scoring.compute_plan` (plans travel
+    between tasks as JSON)."""
+
+    def plan(self, dataset: str, spec: MetricSpec, scope: str, shard_size: int,
+             allow_languages: bool) -> scoring.ScorePlan:
+        return scoring.ScorePlan.from_dict(plan_task(dataset, spec.as_dict(), scope, shard_size, allow_languages))
+
+    def resume(self, plan: scoring.ScorePlan) -> scoring.ScorePlan:
+        return scoring.ScorePlan.from_dict(resume_task(plan.as_dict()))
+
+    def start(self, plan: scoring.ScorePlan) -> scoring.ScorePlan:
+        return scoring.ScorePlan.from_dict(start_task(plan.as_dict()))
+
+    def score_shard(self, plan: scoring.ScorePlan, shard: int) -> dict[str, Any]:
+        return score_shard_task(plan.as_dict(), shard)
+
+    def finish(self, plan: scoring.ScorePlan, parts: list[dict[str, Any]], error: str | None = None) -> dict[str, Any]:
+        return finish_task(plan.as_dict(), parts, error=error)
+
+
 @flow(name="score")
 def score_flow(
     dataset: str, metric: dict[str, Any], scope: str = "judged", shard_size: int = 4000, progress: bool = True,
-    allow_languages: bool = False,
+    allow_languages: bool = False, plan: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Score every not-yet-scored segment of a dataset version with one metric."""
-    plan = plan_task(dataset, metric, scope, shard_size, allow_languages)
-    if not plan["shards"]:
-        return scoring.finish_scoring(scoring.ScorePlan.from_dict(plan), [])
-    with scoring.signature_lock_for(scoring.ScorePlan.from_dict(plan)):
-        plan = resume_task(plan)
-        if not plan["shards"]:  # another request stored them while this one waited for the lock
-            return scoring.finish_scoring(scoring.ScorePlan.from_dict(plan), [])
-        plan = start_task(plan)
-        shards = plan["shards"]
-        parts: list[dict[str, Any]] = []
-        try:
-            # one bar in segments over the shards; a model-based metric shows its own bar within a shard
-            with tqdm(total=sum(end - start for start, end in shards), desc=f"scoring {plan['metric_name']}",
-                      unit="seg", disable=not progress) as bar:
-                for shard in range(len(shards)):
-                    parts.append(score_shard_task(plan, shard))
-                    bar.update(parts[-1]["rows"])
-        except BaseException as exc:
-            finish_task(plan, parts, error=f"{type(exc).__name__}: {exc}")
-            raise
-        return finish_task(plan, parts)
+    """Score every not-yet-scored segment of a dataset version with one metric. ``plan``: the plan the
+    caller already made for this request (``ScorePlan.as_dict``); it is not made again."""
+    return scoring.score_dataset(dataset, MetricSpec.from_dict(metric), scope=scope, shard_size=shard_size,
+                                 allow_languages=allow_languages, steps=TaskSteps(), progress=progress,
+                                 plan=scoring.ScorePlan.from_dict(plan) if plan is not None else None)

@@ -3,8 +3,11 @@
 
 Planning happens in :mod:`assay.training.plan` (data pinned by digest, exclusions checked), the
 stage itself in :mod:`assay.workers.training_jobs` (train, register the checkpoint, record the
-run). Tasks pass plans (JSON), never tables or models. Each stage runs locally or on the ``gpu``
-work pool once deployed; the checkpoints it makes are registered in the catalog.
+run); the order of the two is :func:`assay.training.stages.train_stage`'s, to which the stage flows
+hand these tasks (:class:`TaskStageSteps`), and the order of the recipe's stages is
+:func:`assay.workers.recipe.run_recipe`'s, to which ``train`` hands these subflows. Tasks pass
+plans (JSON), never tables or models. Each stage runs locally or on the ``gpu`` work pool once
+deployed; the checkpoints it makes are registered in the catalog.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from prefect import flow, get_run_logger, task
 
 from assay.config import load_settings
 from assay.training.plan import StagePlan
+from assay.training.stages import StageRequest, stage_request, train_stage
 
 
 def _logger() -> logging.Logger | logging.LoggerAdapter[logging.Logger]:
@@ -31,6 +35,13 @@ def _log_event(event: dict[str, Any]) -> None:
         _logger().info("%s", {k: v for k, v in event.items() if v is not None})
 
 
+@task(name="plan-stage", task_run_name="plan-{request[stage]}")
+def plan_task(request: dict[str, Any]) -> dict[str, Any]:
+    from assay.workers.training_stages import plan_stage
+
+    return plan_stage(load_settings(), StageRequest.from_dict(request)).as_dict()
+
+
 @task(name="train-stage", task_run_name="{plan[stage]} {plan[name]}")
 def stage_task(plan: dict[str, Any], resume: bool, parent_run_id: str | None = None,
                processes: int = 1) -> dict[str, Any]:
@@ -40,28 +51,14 @@ def stage_task(plan: dict[str, Any], resume: bool, parent_run_id: str | None = N
                      parent_run_id=parent_run_id, processes=processes)
 
 
-@task(name="plan-finetune")
-def plan_finetune_task(data: list[str], init: str | None, config: dict[str, Any], name: str | None, resume: bool,
-                       exclude: list[str], groups: list[str] | None, aspect: str | None) -> dict[str, Any]:
-    from assay.training.plan import plan_finetune
-    from assay.workers.training_jobs import resolve_init
+class TaskStageSteps:
+    """A stage's steps as this module's tasks, for :func:`assay.training.stages.train_stage`."""
 
-    settings = load_settings()
-    init_folder, init_digest = resolve_init(settings, init)
-    return plan_finetune(settings, data, init=init_folder, init_digest=init_digest, config=config, name=name,
-                         resume=resume, exclude=exclude, groups=groups, aspect=aspect).as_dict()
+    def plan(self, request: StageRequest) -> StagePlan:
+        return StagePlan.from_dict(plan_task(request.as_dict()))
 
-
-@task(name="plan-pretrain")
-def plan_pretrain_task(synthetic: str, init: str | None, config: dict[str, Any], name: str | None, resume: bool,
-                       exclude: list[str], signals: list[str] | None) -> dict[str, Any]:
-    from assay.training.pretraining import plan_pretrain
-    from assay.workers.training_jobs import resolve_init
-
-    settings = load_settings()
-    init_folder, init_digest = resolve_init(settings, init)
-    return plan_pretrain(settings, synthetic, init=init_folder, init_digest=init_digest, config=config, name=name,
-                         resume=resume, exclude=exclude, signals=signals).as_dict()
+    def train(self, plan: StagePlan, request: StageRequest) -> dict[str, Any]:
+        return stage_task(plan.as_dict(), request.resume, processes=request.processes)
 
 
 @flow(name="finetune")
@@ -69,9 +66,9 @@ def finetune_flow(data: list[str], init: str | None = None, config: dict[str, An
                   name: str | None = None, resume: bool = False, exclude: list[str] | None = None,
                   groups: list[str] | None = None, aspect: str | None = None, processes: int = 1) -> dict[str, Any]:
     """Fine-tune a checkpoint (or the embedded encoder) on human ratings; registers the result."""
-    plan = plan_finetune_task(data, init, config or {}, name, resume, exclude or [], groups, aspect)
-    _logger().info("fine-tuning %s on %s", plan["name"], ", ".join(d["label"] for d in plan["data"]))
-    return stage_task(plan, resume, processes=processes)
+    request = stage_request("finetune", data, init=init, config=config or {}, name=name, resume=resume,
+                            exclude=exclude or [], groups=groups, aspect=aspect, processes=processes)
+    return train_stage(request, TaskStageSteps(), log=_logger().info)
 
 
 @flow(name="pretrain")
@@ -79,9 +76,9 @@ def pretrain_flow(synthetic: str, init: str | None = None, config: dict[str, Any
                   name: str | None = None, resume: bool = False, exclude: list[str] | None = None,
                   signals: list[str] | None = None, processes: int = 1) -> dict[str, Any]:
     """Pre-train on a stored synthetic dataset with one head per signal; registers the result."""
-    plan = plan_pretrain_task(synthetic, init, config or {}, name, resume, exclude or [], signals)
-    _logger().info("pre-training %s on %s", plan["name"], plan["data"][0]["label"])
-    return stage_task(plan, resume, processes=processes)
+    request = stage_request("pretrain", synthetic, init=init, config=config or {}, name=name, resume=resume,
+                            exclude=exclude or [], signals=signals, processes=processes)
+    return train_stage(request, TaskStageSteps(), log=_logger().info)
 
 
 class _FlowStages:
@@ -92,13 +89,19 @@ class _FlowStages:
 
         return synthesize_flow(spec, name)
 
-    def pretrain(self, synthetic: str, init: str | None, config: dict[str, Any], name: str,
-                 exclude: list[str], signals: list[str] | None) -> dict[str, Any]:
-        return pretrain_flow(synthetic, init=init, config=config, name=name, exclude=exclude, signals=signals)
+    def train(self, request: StageRequest) -> dict[str, Any]:
+        exclude = list(request.exclude)
+        if request.stage == "pretrain":
+            return pretrain_flow(request.synthetic, init=request.init, config=request.config, name=request.name,
+                                 resume=request.resume, exclude=exclude, signals=_listed(request.signals),
+                                 processes=request.processes)
+        return finetune_flow(list(request.data), init=request.init, config=request.config, name=request.name,
+                             resume=request.resume, exclude=exclude, groups=_listed(request.groups),
+                             aspect=request.aspect, processes=request.processes)
 
-    def finetune(self, data: list[str], init: str | None, config: dict[str, Any], name: str, exclude: list[str],
-                 aspect: str | None) -> dict[str, Any]:
-        return finetune_flow(data, init=init, config=config, name=name, exclude=exclude, aspect=aspect)
+
+def _listed(values: tuple[str, ...] | None) -> list[str] | None:
+    return None if values is None else list(values)
 
 
 @flow(name="train")

@@ -211,6 +211,29 @@ def test_cli_score_with_everything_cached_starts_no_flow(monkeypatch: pytest.Mon
     assert shown.exit_code == 0 and scored["signature"] in shown.stdout and "nothing to compute" in shown.stdout
 
 
+@pytest.mark.prefect
+def test_cli_score_hands_its_plan_to_the_flow(prefect_engine: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``assay score`` plans once: the flow computes the command's plan (its run id) and resolves the
+    request and hashes the segments no second time."""
+    from assay.jobs import scoring
+    from assay.jobs.ingest import ingest_path
+
+    ingest_path(DEMO_WMT)
+    planned: list[scoring.ScorePlan] = []
+    plan_scoring = scoring.plan_scoring
+
+    def recorded(*args: object, **kwargs: object) -> scoring.ScorePlan:
+        planned.append(plan_scoring(*args, **kwargs))  # type: ignore[arg-type]
+        return planned[-1]
+
+    monkeypatch.setattr(scoring, "plan_scoring", recorded)
+    result = CliRunner().invoke(cli(), ["score", "--dataset", "wmt99", "--metric", "rouge2", "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["computed"] == 36 and len(planned) == 1 and summary["run_id"] == planned[0].run_id
+    assert planned[0].todo_path is not None and not Path(planned[0].todo_path).exists()
+
+
 IMPORTS = """
 import json, sys
 from assay.cli.main import cli

@@ -139,6 +139,32 @@ def test_score_flow_on_the_prefect_engine(prefect_engine: None) -> None:
     assert {"precision", "recall", "f1", "score", "human", "signature"} <= set(table.column_names)
 
 
+@pytest.mark.prefect
+def test_score_flow_computes_the_plan_it_is_handed(prefect_engine: None) -> None:
+    """A caller that has planned (``assay score``, a rerun) hands its plan on: the flow computes that
+    plan (its run id, its work file) without planning again, and still brings it up to date under
+    the signature lock (what another request stored meanwhile is not computed twice)."""
+    from assay.errors import UsageError
+    from assay.flows.score import score_flow
+    from assay.jobs.scoring import score_dataset
+
+    ingest_path(DEMO_WMT)
+    spec = MetricSpec("rouge2")
+    handed = plan_scoring("wmt99", spec, shard_size=10)
+    summary = score_flow("wmt99", spec.as_dict(), shard_size=10, progress=False, plan=handed.as_dict())
+    assert summary["run_id"] == handed.run_id and summary["computed"] == 36 and len(summary["files"]) == 4
+    assert handed.todo_path is not None and not Path(handed.todo_path).exists()
+
+    stale = plan_scoring("wmt99", MetricSpec("rouge1"), shard_size=10)
+    assert score_dataset("wmt99", MetricSpec("rouge1"))["computed"] == 36  # stored meanwhile
+    late = score_flow("wmt99", {"name": "rouge1", "params": {}}, progress=False, plan=stale.as_dict())
+    assert late["run_id"] is None and late["computed"] == 0 and late["cached"] == 36
+
+    other = plan_scoring("wmt99", spec)
+    with pytest.raises(UsageError, match="plan handed on"):
+        score_dataset("wmt99", MetricSpec("chrf"), plan=other)
+
+
 def test_bertscore_idf_shards_use_the_whole_sets_references() -> None:
     """idf (BERTScore §3) is computed over every reference of the scored set, never per shard: shards
     of 5 give the scores of one direct call over all 36 segments (tolerance 1e-6: batch

@@ -3,7 +3,9 @@ on WMT → optionally fine-tune on WebNLG, each stage's checkpoint the next one'
 
 The order of the stages and what each passes to the next is written once, in :func:`run_recipe`;
 who executes a stage is injected: :class:`InProcessStages` runs them in this process (benchmarks,
-GPU hosts without an orchestrator), the ``train`` flow passes its Prefect subflows.
+GPU hosts without an orchestrator), the ``train`` flow passes its Prefect subflows. A stage hands
+the next one its registered checkpoint by digest, never by name (a name can be re-pointed or taken;
+the digest is the content the next stage starts from).
 """
 
 from __future__ import annotations
@@ -15,20 +17,16 @@ from typing import Any, Protocol
 
 from assay.config import Settings
 from assay.synthetic.versions import store_synthetic
-from assay.training.plan import plan_finetune
-from assay.training.pretraining import plan_pretrain
 from assay.training.recipes import BleurtRecipe
-from assay.workers.training_jobs import EventHandler, resolve_init, run_stage
+from assay.training.stages import StageRequest, train_stage
+from assay.workers.training_jobs import EventHandler
+from assay.workers.training_stages import InProcessStageSteps
 
 
 class Stages(Protocol):
     def synthesize(self, spec: dict[str, Any], name: str) -> dict[str, Any]: ...
 
-    def pretrain(self, synthetic: str, init: str | None, config: dict[str, Any], name: str,
-                 exclude: list[str], signals: list[str] | None) -> dict[str, Any]: ...
-
-    def finetune(self, data: list[str], init: str | None, config: dict[str, Any], name: str, exclude: list[str],
-                 aspect: str | None) -> dict[str, Any]: ...
+    def train(self, request: StageRequest) -> dict[str, Any]: ...
 
 
 @dataclass
@@ -43,19 +41,8 @@ class InProcessStages:
 
         return store_synthetic(SynthesisSpec.from_dict(spec), name=name, settings=self.settings).as_dict()
 
-    def pretrain(self, synthetic: str, init: str | None, config: dict[str, Any], name: str,
-                 exclude: list[str], signals: list[str] | None) -> dict[str, Any]:
-        folder, digest = resolve_init(self.settings, init)
-        plan = plan_pretrain(self.settings, synthetic, init=folder, init_digest=digest, config=config, name=name,
-                             exclude=exclude, signals=signals)
-        return run_stage(self.settings, plan, on_event=self.on_event)
-
-    def finetune(self, data: list[str], init: str | None, config: dict[str, Any], name: str, exclude: list[str],
-                 aspect: str | None) -> dict[str, Any]:
-        folder, digest = resolve_init(self.settings, init)
-        plan = plan_finetune(self.settings, data, init=folder, init_digest=digest, config=config, name=name,
-                             exclude=exclude, aspect=aspect)
-        return run_stage(self.settings, plan, on_event=self.on_event)
+    def train(self, request: StageRequest) -> dict[str, Any]:
+        return train_stage(request, InProcessStageSteps(self.settings, self.on_event))
 
 
 def _checkpoint_name(recipe: BleurtRecipe, stage: str) -> str:
@@ -65,9 +52,9 @@ def _checkpoint_name(recipe: BleurtRecipe, stage: str) -> str:
 
 def run_recipe(recipe: BleurtRecipe, stages: Stages, *, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Run the recipe's stages in order; returns every stage's result and timing, and the final
-    checkpoint's name."""
+    checkpoint's name and digest."""
     recipe.validate()
-    exclude = list(recipe.evaluate_on)
+    exclude = tuple(recipe.evaluate_on)
     results: dict[str, Any] = {"recipe": recipe.as_dict(), "stages": {}}
     init = recipe.init
 
@@ -85,19 +72,20 @@ def run_recipe(recipe: BleurtRecipe, stages: Stages, *, log: Callable[[str], Non
             spec = recipe.synthesis_spec()
             made = timed("synthesize", lambda: stages.synthesize(spec.as_dict(), f"{recipe.name}-synth"))
             synthetic = f"{made['name']}@{made['version']}"
-        pre = timed("pretrain", lambda: stages.pretrain(
-            synthetic, init, recipe.stage_config("pretrain"), _checkpoint_name(recipe, "pretrain"), exclude,
-            list(recipe.signals)))
-        init = pre["registered"]["name"]
-    fine = timed("finetune", lambda: stages.finetune(
-        list(recipe.finetune_data), init, recipe.stage_config("finetune"), _checkpoint_name(recipe, "finetune"),
-        exclude, None))
-    final = fine["registered"]["name"]
+        pre = timed("pretrain", lambda: stages.train(StageRequest(
+            "pretrain", (synthetic,), init, recipe.stage_config("pretrain"), _checkpoint_name(recipe, "pretrain"),
+            exclude=exclude, signals=tuple(recipe.signals))))
+        init = pre["registered"]["digest"]
+    fine = timed("finetune", lambda: stages.train(StageRequest(
+        "finetune", tuple(recipe.finetune_data), init, recipe.stage_config("finetune"),
+        _checkpoint_name(recipe, "finetune"), exclude=exclude)))
+    final = fine["registered"]
     if recipe.webnlg:
-        webnlg = recipe.webnlg
-        web = timed("webnlg", lambda: stages.finetune(
-            [webnlg], final, recipe.stage_config("webnlg"), _checkpoint_name(recipe, "webnlg"), exclude,
-            recipe.webnlg_aspect))
-        final = web["registered"]["name"]
-    results["checkpoint"] = final
+        webnlg, parent = recipe.webnlg, final["digest"]
+        web = timed("webnlg", lambda: stages.train(StageRequest(
+            "finetune", (webnlg,), parent, recipe.stage_config("webnlg"), _checkpoint_name(recipe, "webnlg"),
+            exclude=exclude, aspect=recipe.webnlg_aspect)))
+        final = web["registered"]
+    results["checkpoint"] = final["name"]
+    results["checkpoint_digest"] = final["digest"]
     return results

@@ -5,7 +5,8 @@ A rerun is a job like any other, *plan -> compute -> record*:
 - **plan** (:func:`plan_rerun`) reads the past run and pins its dataset version by digest. For a
   score run it plans the same request and checks that the metric's signature comes out identical
   (same model digest, same library versions, same scored set); if not, it stops and says what
-  changed, so a corrected dataset or a new model never silently stands in for the old one.
+  changed, so a corrected dataset or a new model never silently stands in for the old one. That
+  scoring plan travels with the rerun plan and is computed as it is, never planned again.
 - **compute** is the past run's own job with its recorded parameters: scoring (which reuses
   cached segment scores, so it computes only what is missing) or evaluation (same level,
   statistics, seed and resamples). The flow layer runs it as the ``score`` or ``evaluate`` flow.
@@ -16,7 +17,7 @@ A rerun is a job like any other, *plan -> compute -> record*:
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from assay.catalog.engine import session_scope
@@ -25,7 +26,7 @@ from assay.config import Settings, load_settings
 from assay.errors import NotFoundError, UsageError
 from assay.jobs.evaluation import evaluate
 from assay.jobs.runs import RunRecorder
-from assay.jobs.scoring import discard, plan_scoring, score_dataset
+from assay.jobs.scoring import ScorePlan, discard, plan_scoring, score_dataset
 from assay.metrics.registry import MetricSpec
 
 RERUNNABLE = ("score", "evaluate")
@@ -39,6 +40,9 @@ class RerunPlan:
     """The past run's dataset version, pinned by digest (``name@digest``)."""
     parameters: dict[str, Any]
     """The past run's recorded parameters (for evaluate, ``metrics`` are its exact signatures)."""
+    score_plan: dict[str, Any] | None = field(default=None)
+    """For a score run: the scoring plan (``ScorePlan.as_dict``) whose signature was checked; the
+    recompute computes it (the ``score`` flow's ``plan``)."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -62,13 +66,13 @@ def plan_rerun(run_id: str, settings: Settings | None = None) -> RerunPlan:
         plan = plan_scoring(pinned, MetricSpec.from_dict(parameters["metric"]), scope=parameters["scope"],
                             shard_size=parameters["shard_size"],
                             allow_languages=bool(parameters.get("allow_languages", False)), settings=settings)
-        discard(plan)  # the flow plans again inside the score flow; this plan only checks the signature
         if plan.signature != inputs["signature"]:
+            discard(plan)
             raise UsageError(f"cannot rerun {run_id} exactly: the metric's signature is now\n  {plan.signature}\n"
                              f"but the run used\n  {inputs['signature']}\n"
                              "(install the recorded versions, or restore the checkpoint it used)")
-    else:
-        parameters = {**parameters, "metrics": list(inputs.get("signatures") or [])}
+        return RerunPlan(run_id, kind, pinned, parameters, plan.as_dict())
+    parameters = {**parameters, "metrics": list(inputs.get("signatures") or [])}
     return RerunPlan(run_id, kind, pinned, parameters)
 
 
@@ -95,9 +99,10 @@ def rerun(run_id: str, settings: Settings | None = None) -> dict[str, Any]:
     plan = plan_rerun(run_id, settings)
     p = plan.parameters
     if plan.kind == "score":
+        planned = ScorePlan.from_dict(plan.score_plan) if plan.score_plan else None
         result = score_dataset(plan.dataset, MetricSpec.from_dict(p["metric"]), scope=p["scope"],
                                shard_size=p["shard_size"], allow_languages=bool(p.get("allow_languages", False)),
-                               settings=settings)
+                               settings=settings, plan=planned)
     else:
         result = evaluate(plan.dataset, level=p["level"], metrics=p["metrics"], statistics=p["statistics"],
                           seed=p["seed"], n_resamples=p["n_resamples"], protocol=p["protocol"], settings=settings)

@@ -14,8 +14,8 @@
 What a metric needs is read from its declared contract (:mod:`assay.metrics.base`) and handed to it
 in one :class:`~assay.metrics.base.ScoringContext`. A scored key is never recomputed: the same
 request twice computes nothing, and a new dataset version scores only the segments whose content
-is new. :func:`score_dataset` runs the four steps in-process; the Prefect flow in
-``flows/score.py`` runs them as tasks.
+is new. :func:`compute_plan` is the one runner of the steps (:class:`ScoringSteps`): in-process
+with :class:`InProcessSteps`, or as Prefect tasks by the ``score`` flow, which hands it its steps.
 
 Exactly once, also under concurrency and after crashes: a plan with something to compute is
 computed under the exclusive lock of its (metric, signature) (:func:`signature_lock_for`,
@@ -38,7 +38,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -477,6 +477,50 @@ def discard(plan: ScorePlan) -> None:
             Path(plan.todo_path).parent.rmdir()
 
 
+# --- the runner: one sequence of steps, in this process or as flow tasks ------------------------
+
+
+class ScoringSteps(Protocol):
+    """The steps of a scoring request. :class:`InProcessSteps` calls the functions of this module; the
+    ``score`` flow passes the same functions wrapped as Prefect tasks. :func:`compute_plan` is the one
+    place that orders them, holds the lock, shows progress and closes a failed run."""
+
+    def plan(self, dataset: str, spec: MetricSpec, scope: str, shard_size: int,
+             allow_languages: bool) -> ScorePlan: ...
+
+    def resume(self, plan: ScorePlan) -> ScorePlan: ...
+
+    def start(self, plan: ScorePlan) -> ScorePlan: ...
+
+    def score_shard(self, plan: ScorePlan, shard: int) -> dict[str, Any]: ...
+
+    def finish(self, plan: ScorePlan, parts: list[dict[str, Any]], error: str | None = None) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class InProcessSteps:
+    """The steps as plain calls in this process, against ``settings``."""
+
+    settings: Settings
+
+    def plan(self, dataset: str, spec: MetricSpec, scope: str, shard_size: int,
+             allow_languages: bool) -> ScorePlan:
+        return plan_scoring(dataset, spec, scope=scope, shard_size=shard_size, allow_languages=allow_languages,
+                            settings=self.settings)
+
+    def resume(self, plan: ScorePlan) -> ScorePlan:
+        return resume_plan(plan, self.settings)
+
+    def start(self, plan: ScorePlan) -> ScorePlan:
+        return start_scoring(plan, self.settings)
+
+    def score_shard(self, plan: ScorePlan, shard: int) -> dict[str, Any]:
+        return score_shard(plan, shard, self.settings)
+
+    def finish(self, plan: ScorePlan, parts: list[dict[str, Any]], error: str | None = None) -> dict[str, Any]:
+        return finish_scoring(plan, parts, self.settings, error=error)
+
+
 def score_dataset(
     dataset: str,
     spec: MetricSpec,
@@ -485,29 +529,51 @@ def score_dataset(
     shard_size: int = 4000,
     allow_languages: bool = False,
     settings: Settings | None = None,
+    steps: ScoringSteps | None = None,
+    plan: ScorePlan | None = None,
+    progress: bool = False,
 ) -> dict[str, Any]:
-    """Plan, start, score every shard and finish, in this process (:func:`compute_plan`); a failure
-    marks the run failed and is raised again. Returns :func:`finish_scoring`'s summary."""
+    """Plan the request (unless ``plan`` is the plan already made for it), then :func:`compute_plan`;
+    a failure marks the run failed and is raised again. Returns :func:`finish_scoring`'s summary.
+
+    ``steps`` defaults to :class:`InProcessSteps`; a handed-on ``plan`` is not planned again (it is
+    still brought up to date under the signature lock, :func:`resume_plan`)."""
     settings = settings or load_settings()
-    return compute_plan(plan_scoring(dataset, spec, scope=scope, shard_size=shard_size,
-                                     allow_languages=allow_languages, settings=settings), settings)
+    steps = steps or InProcessSteps(settings)
+    if plan is None:
+        plan = steps.plan(dataset, spec, scope, shard_size, allow_languages)
+    elif plan.metric != spec.as_dict() or plan.scope != scope:
+        raise UsageError(f"the plan handed on scores {plan.metric} ({plan.scope}), not the request's "
+                         f"{spec.as_dict()} ({scope})")
+    return compute_plan(plan, settings, steps=steps, progress=progress)
 
 
-def compute_plan(plan: ScorePlan, settings: Settings | None = None, timeout_s: float | None = None) -> dict[str, Any]:
-    """Compute a plan in this process, exactly once: a plan with nothing to compute is finished at
-    once (no run, no lock); otherwise, under the signature lock, :func:`resume_plan`, start, score
-    every shard and finish. A failure marks the run failed and is raised again."""
+def compute_plan(plan: ScorePlan, settings: Settings | None = None, timeout_s: float | None = None, *,
+                 steps: ScoringSteps | None = None, progress: bool = False) -> dict[str, Any]:
+    """Compute a plan exactly once: a plan with nothing to compute is finished at once (no run, no
+    lock); otherwise, under the signature lock, :func:`resume_plan`, start, score every shard (one
+    progress bar in segments over the shards when ``progress``) and finish. A failure marks the run
+    failed and is raised again. ``steps`` defaults to :class:`InProcessSteps`."""
     settings = settings or load_settings()
+    steps = steps or InProcessSteps(settings)
     if not plan.shards:
-        return finish_scoring(plan, [], settings)
+        return steps.finish(plan, [])
     with signature_lock_for(plan, settings, timeout_s):
-        plan = start_scoring(resume_plan(plan, settings), settings)
+        plan = steps.resume(plan)
+        if not plan.shards:  # another request stored them while this one waited for the lock
+            return steps.finish(plan, [])
+        plan = steps.start(plan)
         parts: list[dict[str, Any]] = []
         try:
-            for shard in range(len(plan.shards)):
-                parts.append(score_shard(plan, shard, settings))
-        except BaseException as exc:
-            finish_scoring(plan, parts, settings, error=f"{type(exc).__name__}: {exc}")
-            raise
-        return finish_scoring(plan, parts, settings)
+            from tqdm.auto import tqdm
 
+            # a model-based metric shows its own bar within a shard
+            with tqdm(total=sum(end - start for start, end in plan.shards), desc=f"scoring {plan.metric_name}",
+                      unit="seg", disable=not progress) as bar:
+                for shard in range(len(plan.shards)):
+                    parts.append(steps.score_shard(plan, shard))
+                    bar.update(parts[-1]["rows"])
+        except BaseException as exc:
+            steps.finish(plan, parts, error=f"{type(exc).__name__}: {exc}")
+            raise
+        return steps.finish(plan, parts)
