@@ -152,9 +152,13 @@ def get_engine(settings: Settings | None = None) -> Engine:
     engine = _ENGINES.get(key)
     if engine is None:
         engine = make_engine(settings.catalog_url)
-        if settings.catalog_is_embedded and current_revision(engine) != head_revision():
-            upgrade(settings.catalog_url)
-        check_schema(engine, settings.catalog_url)
+        try:
+            if settings.catalog_is_embedded and current_revision(engine) != head_revision():
+                upgrade(settings.catalog_url)
+            check_schema(engine, settings.catalog_url)
+        except BaseException:
+            engine.dispose()  # a refused catalog leaves no open connection behind
+            raise
         _ENGINES[key] = engine
     return engine
 
