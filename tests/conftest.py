@@ -23,38 +23,25 @@ def services_required() -> bool:
     return os.environ.get("ASSAY_REQUIRE_SERVICES", "") not in ("", "0", "false")
 
 
-#: xdist groups handed out first (they run longest; see pyproject.toml's addopts): the end-to-end team
-#: module, the modules on the shared Prefect server, then the training modules. Every other module is
-#: its own group, in collection order.
-SLOW_GROUPS_FIRST = (
+#: Test modules handed to the xdist workers first, the longest first (pyproject.toml's addopts: each
+#: module runs whole on one worker, so its module-scoped fixtures are built once; the modules are
+#: handed out in collection order). The rest keep their order.
+SLOW_MODULES_FIRST = (
     "tests/team/test_nightly_e2e.py",
-    "prefect_engine",
     "tests/training/test_robustness.py",
+    "tests/test_training_cli.py",
     "tests/training/test_resume.py",
     "tests/training/test_distributed.py",
     "tests/test_local_server.py",
     "tests/team/test_server_auth.py",
     "tests/team/test_deploy_templates.py",
+    "tests/test_flows_and_cli.py",
 )
 
 
-def _xdist_group(item: pytest.Item, modules_on_the_prefect_engine: set[str]) -> str:
-    """A test's group: its module (module-scoped fixtures are built once, on one worker), or
-    ``prefect_engine`` for every module with a test on the session's Prefect server, so that one
-    worker starts that server once for the whole run."""
-    module = item.nodeid.split("::", 1)[0]
-    return "prefect_engine" if module in modules_on_the_prefect_engine else module
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the markers into the node ids
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    on_engine = {item.nodeid.split("::", 1)[0] for item in items
-                 if "prefect_engine" in getattr(item, "fixturenames", ())}
-    groups = {id(item): _xdist_group(item, on_engine) for item in items}
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(groups[id(item)]))
-    rank = {group: i for i, group in enumerate(SLOW_GROUPS_FIRST)}
-    items.sort(key=lambda item: rank.get(groups[id(item)], len(rank)))  # stable: the rest keep their order
+    rank = {module: i for i, module in enumerate(SLOW_MODULES_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable sort
 
 
 @pytest.fixture(scope="session")
