@@ -23,6 +23,27 @@ def services_required() -> bool:
     return os.environ.get("ASSAY_REQUIRE_SERVICES", "") not in ("", "0", "false")
 
 
+#: Test modules handed to the xdist workers first, the longest first (pyproject.toml's addopts: each
+#: module runs whole on one worker, so its module-scoped fixtures are built once; the modules are
+#: handed out in collection order). The rest keep their order.
+SLOW_MODULES_FIRST = (
+    "tests/team/test_nightly_e2e.py",
+    "tests/training/test_robustness.py",
+    "tests/test_training_cli.py",
+    "tests/training/test_resume.py",
+    "tests/training/test_distributed.py",
+    "tests/test_local_server.py",
+    "tests/team/test_server_auth.py",
+    "tests/team/test_deploy_templates.py",
+    "tests/test_flows_and_cli.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {module: i for i, module in enumerate(SLOW_MODULES_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable sort
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The real human-judgment datasets beside the repository."""

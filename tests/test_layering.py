@@ -1,10 +1,13 @@
-"""The house's arrows point down: cli -> flows -> workers -> platform.
+"""The house's arrows point down: cli -> flows -> workers -> platform, and migrations -> platform.
 
 Every module's imports are read from its AST, lazy imports inside functions included (a lazy import
-hides a dependency, it does not remove it). ``platform/`` (the core, ``assay.*``) imports neither
-``assay.flows``, ``assay.workers`` nor ``assay.cli``; ``workers/`` imports no flows and no CLI;
-``flows/`` does not import the CLI. Metrics in ``workers/`` reach the platform's registry through
-entry points (a string in ``pyproject.toml``), which is how a downward arrow is kept.
+hides a dependency, it does not remove it), and so are string constants that name a module of a
+layer above (``"assay.workers.metrics:BERTScore"`` handed to ``importlib`` is an import by another
+name). ``platform/`` (the core, ``assay.*``) imports neither ``assay.flows``, ``assay.workers``,
+``assay.cli`` nor ``assay.migrations`` (whose ``env.py`` imports the catalog); ``workers/`` imports no
+flows and no CLI; ``flows/`` does not import the CLI. Metrics in ``workers/`` and the Alembic scripts in
+``migrations/`` reach the platform through entry points (a string in ``pyproject.toml``), which is how
+a downward arrow is kept.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # folder -> (the package it is installed as, the packages it must never import)
 LAYERS = {
-    "platform/assay": ("assay", ("assay.cli", "assay.flows", "assay.workers")),
+    "platform/assay": ("assay", ("assay.cli", "assay.flows", "assay.workers", "assay.migrations")),
     "workers": ("assay.workers", ("assay.cli", "assay.flows")),
     "flows": ("assay.flows", ("assay.cli",)),
     "migrations": ("assay.migrations", ("assay.cli", "assay.flows", "assay.workers")),
@@ -57,41 +60,43 @@ def _imports(path: Path, module: str) -> list[tuple[int, str, bool]]:
     return found
 
 
-def _walk(folder: str) -> list[Path]:
-    return sorted(p for p in (ROOT / folder).rglob("*.py") if "fixtures" not in p.parts)
+def _walk(folder: str, root: Path = ROOT) -> list[Path]:
+    return sorted(p for p in (root / folder).rglob("*.py") if "fixtures" not in p.parts)
 
 
-def _violations() -> list[str]:
-    problems = []
-    for folder, (package, forbidden) in LAYERS.items():
-        for path in _walk(folder):
-            module = _module_name(package, ROOT / folder, path)
-            if folder == "platform/assay" and module.startswith(("assay.cli", "assay.flows", "assay.workers")):
-                continue
-            for line, target, _ in _imports(path, module):
-                if any(target == f or target.startswith(f + ".") for f in forbidden):
-                    problems.append(f"{path.relative_to(ROOT)}:{line}: {module} imports {target}")
-    return problems
-
-
-def test_arrows_point_down() -> None:
-    assert _violations() == []
+def _names_forbidden(target: str, forbidden: tuple[str, ...]) -> bool:
+    return any(target == f or target.startswith((f + ".", f + ":")) for f in forbidden)
 
 
 def _import_strings(path: Path) -> list[tuple[int, str]]:
-    """String constants naming an upper layer's module (``"assay.workers.metrics:BERTScore"``), as
-    handed to ``importlib``: an import by another name. Docstrings and comments are prose."""
+    """String constants that name a module of Assay (``"assay.workers.metrics:BERTScore"``), as handed
+    to ``importlib``: an import by another name. Docstrings and comments are prose."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     docstrings = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
     return [(node.lineno, node.value) for node in ast.walk(tree)
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
-            and re.match(r"^assay\.(cli|flows|workers)([.:]|$)", node.value)]
+            and re.match(r"^assay\.\w+([.:]|$)", node.value)]
 
 
-def test_platform_names_no_upper_module_in_strings() -> None:
-    problems = [f"{path.relative_to(ROOT)}:{line}: {text}" for path in _walk("platform/assay")
-                for line, text in _import_strings(path)]
-    assert problems == []
+def _violations(root: Path = ROOT) -> list[str]:
+    """Every import, and every string naming a module, that points from a layer to one above it."""
+    problems = []
+    for folder, (package, forbidden) in LAYERS.items():
+        for path in _walk(folder, root):
+            module = _module_name(package, root / folder, path)
+            where = path.relative_to(root)
+            for line, target, _ in _imports(path, module):
+                if _names_forbidden(target, forbidden):
+                    problems.append(f"{where}:{line}: {module} imports {target}")
+            for line, named in _import_strings(path):
+                if _names_forbidden(named, forbidden):
+                    problems.append(f"{where}:{line}: {module} names {named!r}")
+    return problems
+
+
+def test_arrows_point_down() -> None:
+    """No import and no string naming a module points up: the arrows up are 0."""
+    assert _violations() == []
 
 
 def test_platform_imports_no_heavy_framework_at_module_level() -> None:
@@ -123,6 +128,34 @@ def test_the_checker_sees_a_lazy_upward_import(tmp_path: Path) -> None:
     assert "assay.workers" in targets
 
 
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    """A copy of the layers' folders holding only ``files`` (path -> source)."""
+    for folder in LAYERS:
+        (root / folder).mkdir(parents=True, exist_ok=True)
+    for name, source in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(source)
+    return root
+
+
+def test_the_checker_sees_upward_strings_and_the_migrations_arrow(tmp_path: Path) -> None:
+    """A string naming an upper layer's module, in any layer, and an import of the migrations from the
+    platform are arrows up; docstrings, and strings naming a lower layer, are not."""
+    root = _tree(tmp_path, {
+        "flows/runner.py": '"""Run by assay.cli.main."""\nTARGET = "assay.cli.main:main"\nOK = "assay.jobs.scoring"\n',
+        "workers/plugin.py": 'import importlib\nmod = importlib.import_module("assay.flows.score")\n',
+        "platform/assay/catalog/where.py": "def f():\n    import assay.migrations\n",
+        "platform/assay/catalog/named.py": 'SCRIPTS = "assay.migrations"\n',
+        "migrations/env.py": "from assay.catalog.engine import make_engine\n",
+    })
+    assert sorted(_violations(root)) == [
+        "flows/runner.py:2: assay.flows.runner names 'assay.cli.main:main'",
+        "platform/assay/catalog/named.py:1: assay.catalog.named names 'assay.migrations'",
+        "platform/assay/catalog/where.py:2: assay.catalog.where imports assay.migrations",
+        "workers/plugin.py:2: assay.workers.plugin names 'assay.flows.score'",
+    ]
+
+
 def test_pyproject_lists_every_package() -> None:
     """Several source roots are mapped into ``assay``, so packages are listed explicitly; none may be missing."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
@@ -140,6 +173,11 @@ def test_pyproject_lists_every_package() -> None:
     assert listed - found == set(), "these packages no longer exist"
 
 
-@pytest.mark.parametrize("folder", ["cli", "flows", "workers", "platform/assay"])
+@pytest.mark.parametrize("folder", ["cli", "flows", "workers", "migrations", "platform/assay"])
 def test_every_folder_parses(folder: str) -> None:
-    assert _walk(folder)
+    """Every module the checks above read compiles (a file that does not parse would hide its imports),
+    ``compile`` also refuses what a bare parse accepts (``return`` outside a function, for one)."""
+    paths = _walk(folder)
+    assert ROOT / folder / "__init__.py" in paths and len(paths) > 1
+    for path in paths:
+        compile(path.read_text(encoding="utf-8"), str(path), "exec", dont_inherit=True)

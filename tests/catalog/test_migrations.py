@@ -56,6 +56,14 @@ def _read_rows(url: str) -> tuple[list[tuple], list[tuple]]:
     return [tuple(r) for r in versions], [tuple(r) for r in runs]
 
 
+def _tables(url: str) -> set[str]:
+    engine = catalog_engine.make_engine(url)
+    try:
+        return set(inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+
+
 def _columns(url: str, table: str) -> set[str]:
     engine = catalog_engine.make_engine(url)
     columns = {c["name"] for c in inspect(engine).get_columns(table)}
@@ -76,7 +84,7 @@ def test_round_trip_keeps_data(catalog_url: str) -> None:
     before = _read_rows(catalog_url)
 
     assert catalog_engine.downgrade(catalog_url) == ("0004", "0003")
-    assert "suite_evaluations" not in inspect(catalog_engine.make_engine(catalog_url)).get_table_names()
+    assert "suite_evaluations" not in _tables(catalog_url)
     assert _read_rows(catalog_url) == before
     assert catalog_engine.downgrade(catalog_url) == ("0003", "0002")
     assert "lineage" not in _columns(catalog_url, "checkpoints")

@@ -8,6 +8,7 @@ against an out-of-date catalog stops with :class:`CatalogOutOfDate`.
 
 from __future__ import annotations
 
+import importlib.metadata
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,10 +30,26 @@ from assay.errors import CatalogError, CatalogOutOfDate
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 
-def migrations_dir() -> Path:
-    import assay.migrations
+#: Where the Alembic scripts are registered: the migrations import the catalog (``migrations/env.py``),
+#: so they sit above it, and the catalog finds them through installed metadata (an entry point in
+#: ``pyproject.toml``), as the metric registry finds the worker layer's metrics: no arrow up.
+MIGRATIONS_ENTRY_POINT_GROUP = "assay.catalog"
+MIGRATIONS_ENTRY_POINT = "migrations"
 
-    return Path(assay.migrations.__file__).resolve().parent
+
+@cache
+def migrations_dir() -> Path:
+    """The folder of the Alembic scripts: the package that the ``migrations`` entry point of the
+    ``assay.catalog`` group names."""
+    found = [entry for entry in importlib.metadata.entry_points(group=MIGRATIONS_ENTRY_POINT_GROUP)
+             if entry.name == MIGRATIONS_ENTRY_POINT]
+    if len({entry.value for entry in found}) != 1:
+        raise CatalogError(
+            f"expected one {MIGRATIONS_ENTRY_POINT!r} entry point in the group {MIGRATIONS_ENTRY_POINT_GROUP!r}, "
+            f"found {sorted(entry.value for entry in found) or 'none'}; reinstall Assay (`pip install -e .`)"
+        )
+    package = found[0].load()
+    return Path(package.__file__).resolve().parent
 
 
 def alembic_config(url: str) -> Config:
@@ -135,9 +152,13 @@ def get_engine(settings: Settings | None = None) -> Engine:
     engine = _ENGINES.get(key)
     if engine is None:
         engine = make_engine(settings.catalog_url)
-        if settings.catalog_is_embedded and current_revision(engine) != head_revision():
-            upgrade(settings.catalog_url)
-        check_schema(engine, settings.catalog_url)
+        try:
+            if settings.catalog_is_embedded and current_revision(engine) != head_revision():
+                upgrade(settings.catalog_url)
+            check_schema(engine, settings.catalog_url)
+        except BaseException:
+            engine.dispose()  # a refused catalog leaves no open connection behind
+            raise
         _ENGINES[key] = engine
     return engine
 
