@@ -25,6 +25,7 @@ from assay.checkpoints.registry import labels_by_digest, lineage_text
 from assay.config import Settings, load_settings
 from assay.datasets.names import DatasetRef
 from assay.errors import NotFoundError, UsageError
+from assay.query.literals import sql_literal
 from assay.results import correlations
 from assay.stats import assign_clusters
 
@@ -40,10 +41,6 @@ class LeaderboardQuery:
     since: datetime | None = None
     allow_mixed: bool = False
     alpha: float = 0.05
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def leaderboard(query: LeaderboardQuery, settings: Settings | None = None,
@@ -77,7 +74,7 @@ def leaderboard(query: LeaderboardQuery, settings: Settings | None = None,
     version_filter = "TRUE" if pinned_or_mixed else "dataset_version = (SELECT v FROM newest_version)"
     sql = f"""
         WITH rows AS (
-            SELECT * FROM read_parquet({_literal(pattern)})
+            SELECT * FROM read_parquet({sql_literal(pattern)})
             WHERE {' AND '.join(where)}
         ),
         newest_version AS (SELECT max(dataset_version) AS v FROM rows)
@@ -158,7 +155,7 @@ def _p_matrix(con: duckdb.DuckDBPyConnection, pattern: str, ranked: list[dict[st
     runs = sorted({r["run_id"] for r in ranked})
     try:
         found = con.execute(
-            f"""SELECT run_id, aspect, better, worse, p_value FROM read_parquet({_literal(pattern)})
+            f"""SELECT run_id, aspect, better, worse, p_value FROM read_parquet({sql_literal(pattern)})
                 WHERE list_contains($runs, run_id) AND level = $level AND statistic = $statistic
                   AND "group" = $group""",
             {"runs": runs, "level": query.level, "statistic": query.statistic, "group": query.group},
@@ -182,7 +179,7 @@ def _distinct(dataset: str, column: str, where: str, params: dict[str, Any], set
         return []
     with duckdb.connect() as con:
         return [value for (value,) in con.execute(
-            f'SELECT DISTINCT "{column}" FROM read_parquet({_literal(str(folder / "part-*.parquet"))}) '
+            f'SELECT DISTINCT "{column}" FROM read_parquet({sql_literal(str(folder / "part-*.parquet"))}) '
             f"WHERE {where} ORDER BY 1", params).fetchall()]
 
 

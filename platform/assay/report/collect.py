@@ -24,6 +24,7 @@ from assay.catalog.dataset_versions import list_versions
 from assay.catalog.engine import session_scope
 from assay.catalog.models import Run
 from assay.config import Settings
+from assay.query.literals import sql_literal
 from assay.results import correlations
 
 DRIFT_KIND = "quality-drift"
@@ -147,11 +148,11 @@ def correlation_rows(settings: Settings) -> list[CorrelationRow]:
     """Every stored correlation row (empty when nothing was evaluated yet)."""
     if not correlations.has_parts(settings, correlations.CORRELATIONS_ROOT):
         return []
-    pattern = correlations.glob(settings, correlations.CORRELATIONS_ROOT).replace("'", "''")
+    pattern = sql_literal(correlations.glob(settings, correlations.CORRELATIONS_ROOT))
     columns = ", ".join(f'"{c}"' for c in _COLUMNS)
     with duckdb.connect() as con:
         found = con.execute(
-            f"SELECT {columns} FROM read_parquet('{pattern}', hive_partitioning = false, union_by_name = true)"
+            f"SELECT {columns} FROM read_parquet({pattern}, hive_partitioning = false, union_by_name = true)"
         ).fetchall()
     return [CorrelationRow(**dict(zip(_COLUMNS, row, strict=True))) for row in found]
 
