@@ -204,8 +204,9 @@ def run_recipe_command(data: tuple[str, ...], init: str | None, name: str | None
 
 
 def check_config(config: dict[str, Any]) -> None:
-    """Refuse hyper-parameters the trainer would refuse, before a flow starts."""
-    from assay.workers.training.config import TrainConfig
+    """Refuse hyper-parameters the trainer would refuse, before a flow starts (the trainer's own
+    :class:`~assay.training.config.TrainConfig`, which needs no torch)."""
+    from assay.training.config import TrainConfig
 
     TrainConfig(**config)
 

@@ -1,4 +1,5 @@
-"""Training learned metrics (BLEURT, Sellam et al. 2020): stage plans, lineage, recipes.
+"""Training learned metrics (BLEURT, Sellam et al. 2020): hyper-parameters, stage plans,
+lineage, recipes.
 
 The model code lives in the workers layer; here are the parts that need no torch.
 """
