@@ -26,7 +26,7 @@ def metric_spec_from_options(metric: str | None, model: str | None, layer: int |
 
 def _spec_from_options(metric: str | None, model: str | None, layer: int | None, idf: bool, rescale: bool,
                        checkpoint: str | None, params: tuple[str, ...], no_cache_undigested: bool) -> dict[str, Any]:
-    from assay.cli.dataset_commands import parse_options
+    from assay.cli.options import parse_options, typed_value
 
     if checkpoint is not None:
         if metric not in (None, "bleurt"):
@@ -38,7 +38,7 @@ def _spec_from_options(metric: str | None, model: str | None, layer: int | None,
 
         folder = resolve_folder(load_settings(), checkpoint)
         return {"name": "bleurt", "params": {"checkpoint": str(folder),
-                                             **{k: _typed(v) for k, v in parse_options(params).items()}}}
+                                             **{k: typed_value(v) for k, v in parse_options(params).items()}}}
     if metric is None:
         raise UsageError("give --metric NAME or --checkpoint NAME|PATH")
     values: dict[str, Any] = {}
@@ -53,23 +53,10 @@ def _spec_from_options(metric: str | None, model: str | None, layer: int | None,
     if rescale:
         values["rescale"] = True
     for key, value in parse_options(params).items():
-        values[key] = _typed(value)
+        values[key] = typed_value(value)
     if metric != "bertscore" and (model or layer is not None or idf or rescale or no_cache_undigested):
         raise UsageError(f"--model/--layer/--idf/--rescale/--no-cache-undigested apply to bertscore, not {metric}")
     return {"name": metric, "params": values}
-
-
-def _typed(value: str) -> Any:
-    for cast in (int, float):
-        try:
-            return cast(value)
-        except ValueError:
-            pass
-    if value.lower() in ("true", "yes"):
-        return True
-    if value.lower() in ("false", "no"):
-        return False
-    return value
 
 
 def metric_options(func: Any) -> Any:
