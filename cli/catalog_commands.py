@@ -12,6 +12,14 @@ def db() -> None:
     """Create or migrate the catalog (SQLite in ASSAY_HOME, or ASSAY_CATALOG_URL)."""
 
 
+def _echo_migration(before: str | None, after: str | None) -> None:
+    """What a migration did, from the revisions before and after it (None: an empty catalog)."""
+    if before == after:
+        click.echo(f"catalog already at revision {after or 'empty'}")
+    else:
+        click.echo(f"catalog migrated from {before or 'empty'} to {after or 'empty'}")
+
+
 @db.command("upgrade")
 @click.option("--revision", default="head", show_default=True, help="Alembic revision to reach.")
 def upgrade_command(revision: str) -> None:
@@ -20,10 +28,7 @@ def upgrade_command(revision: str) -> None:
 
     before, after = engine.upgrade(load_settings().catalog_url, revision)
     engine.reset_engines()
-    if before == after:
-        click.echo(f"catalog already at revision {after}")
-    else:
-        click.echo(f"catalog migrated from {before or 'empty'} to {after}")
+    _echo_migration(before, after)
 
 
 @db.command("downgrade")
@@ -34,10 +39,7 @@ def downgrade_command(revision: str) -> None:
 
     before, after = engine.downgrade(load_settings().catalog_url, revision)
     engine.reset_engines()
-    if before == after:
-        click.echo(f"catalog already at revision {after or 'empty'}")
-    else:
-        click.echo(f"catalog migrated from {before} to {after or 'empty'}")
+    _echo_migration(before, after)
 
 
 @db.command("current")

@@ -9,18 +9,8 @@ from typing import Any
 
 import click
 
-from assay.cli.output import emit_json
-from assay.errors import UsageError
-
-
-def parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
-    options = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--option {pair!r}: expected KEY=VALUE")
-        options[key.strip()] = value.strip()
-    return options
+from assay.cli.options import parse_options
+from assay.cli.output import emit_json, print_catalog_table, version_summary
 
 
 @click.command("ingest")
@@ -74,23 +64,6 @@ def datasets() -> None:
     """List and inspect ingested datasets."""
 
 
-def version_summary(version: Any) -> dict[str, Any]:
-    counts = version.row_counts
-    return {
-        "name": version.dataset.name,
-        "version": version.number,
-        "digest": version.digest,
-        "format": version.format,
-        "segment_judgments": counts.get("segments", 0),
-        "system_judgments": counts.get("systems", 0),
-        "outputs": counts.get("outputs", 0),
-        "rankings": counts.get("rankings", 0),
-        "warnings": len(version.warnings),
-        "created_at": version.created_at.isoformat(),
-        "source_path": version.source_path,
-    }
-
-
 @datasets.command("list")
 @click.option("--all", "all_versions", is_flag=True, help="Every version, not only the latest.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -105,22 +78,6 @@ def list_command(all_versions: bool, as_json: bool) -> None:
         emit_json(rows)
         return
     print_catalog_table(rows)
-
-
-def print_catalog_table(rows: list[dict[str, Any]]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="Assay catalog: datasets")
-    for column in ("name", "version", "digest", "format", "segment judgments", "system judgments", "outputs"):
-        table.add_column(column, justify="right" if "judg" in column or column == "outputs" else "left")
-    for row in rows:
-        table.add_row(row["name"], str(row["version"]), row["digest"][:12], row["format"],
-                      f"{row['segment_judgments']:,}", f"{row['system_judgments']:,}", f"{row['outputs']:,}")
-    if not rows:
-        click.echo("the catalog holds no datasets yet: `assay ingest PATH` or `assay run`")
-        return
-    Console(width=max(100, Console().width)).print(table)
 
 
 @datasets.command("show")

@@ -2,27 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
-from assay.cli.output import emit_json
+from assay.cli.options import parse_metric
+from assay.cli.output import emit_json, print_rows
 from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED
-from assay.errors import UsageError
-
-
-def parse_metric(text: str) -> dict[str, Any]:
-    """``sentbleu`` or ``bertscore:layer=9,idf=true`` -> a metric spec dict."""
-    from assay.cli.score_commands import _typed
-
-    name, _, rest = text.partition(":")
-    params: dict[str, Any] = {}
-    for pair in filter(None, rest.split(",")):
-        key, eq, value = pair.partition("=")
-        if not eq or not key:
-            raise UsageError(f"--metric {text!r}: expected NAME or NAME:KEY=VALUE[,KEY=VALUE]")
-        params[key.strip()] = _typed(value.strip())
-    return {"name": name.strip(), "params": params}
 
 
 @click.command("drift")
@@ -54,7 +38,6 @@ def drift_command(dataset: str, metrics: tuple[str, ...], alphas: tuple[float, .
     if as_json:
         emit_json(rows)
         return
-    from assay.cli.eval_commands import print_rows
 
     means = [r for r in rows if r["group"] == "all"]
     shown = rows if per_group or not means else means

@@ -5,11 +5,10 @@ from __future__ import annotations
 import csv
 import sys
 from datetime import datetime
-from typing import Any
 
 import click
 
-from assay.cli.output import emit_json
+from assay.cli.output import emit_json, print_rows
 from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED
 
 STAT_HELP = ("pearson, spearman, kendall (tau-b), kendall_c, kendall_like (DARR), tau23, acc23, acc_t "
@@ -42,28 +41,6 @@ def evaluate_command(dataset: str, level: str, metrics: tuple[str, ...], statist
     print_rows(result["rows"], ["group", "aspect", "statistic", "rank", "cluster", "metric", "value", "ci", "n"])
     for note in result["skipped"]:
         click.echo(f"  skipped (incomplete scores): {note}")
-
-
-def print_rows(rows: list[dict[str, Any]], columns: list[str]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table()
-    for column in columns:
-        table.add_column(column, justify="right" if column in ("value", "rank", "cluster", "n") else "left")
-    for row in rows:
-        cells = []
-        for column in columns:
-            if column == "ci":
-                low, high = row.get("ci_low"), row.get("ci_high")
-                cells.append("" if low is None else f"[{low:.3f}, {high:.3f}]")
-            elif column == "value":
-                cells.append("" if row["value"] is None else f"{row['value']:.4f}")
-            else:
-                value = row.get(column)
-                cells.append("" if value is None else str(value))
-        table.add_row(*cells)
-    Console(width=max(120, Console().width)).print(table)
 
 
 @click.command("leaderboard")

@@ -24,7 +24,7 @@ def parse_numbers(text: str | None, option: str) -> list[float] | None:
 
 def experiment_options(function: Any) -> Any:
     """Options both experiments share: variants, baselines, training, resamples, output."""
-    from assay.cli.train_commands import training_options
+    from assay.cli.training_options import training_options
 
     function = click.option("--json", "as_json", is_flag=True,
                             help="Print the run's summary and rows as JSON.")(function)
@@ -48,8 +48,8 @@ def experiment_options(function: Any) -> Any:
 
 def _common(variants: tuple[str, ...], baselines: tuple[str, ...], no_baselines: bool,
             options: dict[str, Any]) -> dict[str, Any]:
-    from assay.cli.drift_commands import parse_metric
-    from assay.cli.train_commands import config_from_options
+    from assay.cli.options import parse_metric
+    from assay.cli.training_options import config_from_options
     from assay.metrics.registry import MetricSpec
     from assay.training.robustness import parse_variant
 
@@ -146,7 +146,7 @@ def webnlg_command(dataset: str, shares: str | None, by: tuple[str, ...], aspect
 
 
 def print_result(result: dict[str, Any]) -> None:
-    from assay.cli.eval_commands import print_rows
+    from assay.cli.output import print_rows
 
     trained = result["trained"]
     reused = f", results of run {result['reused_run']} reused" if result.get("reused_run") else ""

@@ -26,7 +26,7 @@ def metric_spec_from_options(metric: str | None, model: str | None, layer: int |
 
 def _spec_from_options(metric: str | None, model: str | None, layer: int | None, idf: bool, rescale: bool,
                        checkpoint: str | None, params: tuple[str, ...], no_cache_undigested: bool) -> dict[str, Any]:
-    from assay.cli.dataset_commands import parse_options
+    from assay.cli.options import parse_options, typed_value
 
     if checkpoint is not None:
         if metric not in (None, "bleurt"):
@@ -40,7 +40,7 @@ def _spec_from_options(metric: str | None, model: str | None, layer: int | None,
         folder = Path(checkpoint).expanduser()
         reference = str(folder.resolve()) if folder.is_dir() else resolve_digest(load_settings(), checkpoint)[1]
         return {"name": "bleurt", "params": {"checkpoint": reference,
-                                             **{k: _typed(v) for k, v in parse_options(params).items()}}}
+                                             **{k: typed_value(v) for k, v in parse_options(params).items()}}}
     if metric is None:
         raise UsageError("give --metric NAME or --checkpoint NAME|PATH")
     values: dict[str, Any] = {}
@@ -55,23 +55,10 @@ def _spec_from_options(metric: str | None, model: str | None, layer: int | None,
     if rescale:
         values["rescale"] = True
     for key, value in parse_options(params).items():
-        values[key] = _typed(value)
+        values[key] = typed_value(value)
     if metric != "bertscore" and (model or layer is not None or idf or rescale or no_cache_undigested):
         raise UsageError(f"--model/--layer/--idf/--rescale/--no-cache-undigested apply to bertscore, not {metric}")
     return {"name": metric, "params": values}
-
-
-def _typed(value: str) -> Any:
-    for cast in (int, float):
-        try:
-            return cast(value)
-        except ValueError:
-            pass
-    if value.lower() in ("true", "yes"):
-        return True
-    if value.lower() in ("false", "no"):
-        return False
-    return value
 
 
 def metric_options(func: Any) -> Any:

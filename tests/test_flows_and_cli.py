@@ -255,6 +255,13 @@ def test_help_imports_nothing_heavy() -> None:
     assert _heavy_imports("--help") == []
 
 
+def test_train_help_and_its_option_errors_import_nothing_heavy() -> None:
+    """The trainer's hyper-parameters are checked without the torch engine (assay.training.config)."""
+    assert _heavy_imports("train", "--help") == []
+    assert _heavy_imports("train", "--stage", "finetune", "--data", "wmt16", "--steps", "0") == []
+    assert _heavy_imports("train", "--stage", "finetune", "--data", "wmt16", "--steps", "1", "--lr", "-1") == []
+
+
 def test_import_platform_from_repo_root_is_the_standard_library() -> None:
     done = subprocess.run([sys.executable, "-c", "import platform; print(platform.system())"],
                           capture_output=True, text=True, cwd=REPO, check=True)

@@ -30,8 +30,8 @@ from assay.jobs import quality_drift as qd
 from assay.jobs.evaluation import evaluate
 from assay.metrics.registry import MetricSpec
 from assay.training import robustness as rb
+from assay.training.config import TrainConfig
 from assay.training.plan import plan_finetune
-from assay.workers.training.config import TrainConfig
 from assay.workers.training_jobs import resolve_init, run_stage
 
 DEFAULT_VARIANTS = (rb.Variant("no-pretraining", rb.ENCODER),)

@@ -28,10 +28,10 @@ from assay.errors import AssayError, NotFoundError, UsageError
 from assay.jobs.runs import RunRecorder
 from assay.ports import LOOPBACK, free_port
 from assay.provenance import code_version
+from assay.training.config import TrainConfig
 from assay.training.plan import StagePlan, finetune_table
 from assay.workers.checkpoint import CONFIG_FILE, checkpoint_digest
 from assay.workers.checkpoint_registry import register_folder
-from assay.workers.training.config import TrainConfig
 from assay.workers.training.engine import TrainResult, train
 from assay.workers.training.objectives import Objective
 

@@ -10,13 +10,14 @@ from pathlib import Path
 import assay.stats
 
 EXPECTED = {
-    "BootstrapResult", "Correlation", "CorrelationResult", "CoverageResult", "Grouping", "HybridSystems",
+    "Correlation", "CorrelationResult", "CoverageResult", "Grouping", "HybridSystems",
     "KendallLikeResult", "MetricTies", "ModelSelectionResult", "PairCounts", "PairwiseResult",
     "PermutationResult", "RankedMetric", "SignificanceClusters", "StatsInputError", "TieCalibrationResult",
-    "WilliamsResult", "acc_23", "assign_clusters", "bootstrap_ci", "correlate", "coverage_report",
+    "WilliamsResult", "acc_23", "assign_clusters", "correlate", "coverage_report",
     "grouped_statistic", "kendall_like", "kendall_like_from_pairs", "kendall_tau", "metric_ties_for_wmt_year",
-    "model_selection", "pair_counts", "pairwise_accuracy", "pearson", "permutation_test", "permutation_tests",
-    "rank_metrics", "sample_hybrid_systems", "significance_clusters", "spearman", "system_level_correlation",
+    "model_selection", "pair_counts", "paired_bootstrap_p_value", "pairwise_accuracy", "pearson",
+    "percentile_interval", "permutation_test", "permutation_tests", "rank_metrics", "ranking_order",
+    "resample_indices", "sample_hybrid_systems", "significance_clusters", "spearman", "system_level_correlation",
     "system_scores", "tau_23", "tie_calibration", "williams_p_value", "williams_test",
 }  # fmt: skip
 

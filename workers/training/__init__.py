@@ -5,7 +5,7 @@ synthetic signals (§4), on transformers' ``Trainer``.
 The public names are re-exported here; see :mod:`assay.workers.training.engine` for what a run does.
 """
 
-from assay.workers.training.config import TrainConfig
+from assay.training.config import TrainConfig
 from assay.workers.training.data import training_table_from_segments
 from assay.workers.training.engine import TrainResult, train
 from assay.workers.training.objectives import RATING, Objective

@@ -80,6 +80,7 @@ from transformers import (
 from assay.atomic import atomic_path
 from assay.errors import UsageError
 from assay.provenance import code_version
+from assay.training.config import TrainConfig
 from assay.workers.bleurt import BleurtScorer
 from assay.workers.checkpoint import (
     CONFIG_FILE,
@@ -90,7 +91,6 @@ from assay.workers.checkpoint import (
 )
 from assay.workers.device import pick_device
 from assay.workers.training.batches import EpochSampler, PairCollator, PairDataset
-from assay.workers.training.config import TrainConfig
 from assay.workers.training.data import (
     Standardisation,
     check_split,

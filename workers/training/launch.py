@@ -41,7 +41,7 @@ from accelerate import PartialState
 
 from assay.atomic import write_text
 from assay.errors import AssayError, InputError
-from assay.workers.training.config import TrainConfig
+from assay.training.config import TrainConfig
 from assay.workers.training.engine import TrainResult, train
 from assay.workers.training.objectives import Objective
 

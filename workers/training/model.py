@@ -24,9 +24,9 @@ import torch.distributed as dist
 from torch import nn
 
 from assay.errors import UsageError
+from assay.training.config import TrainConfig
 from assay.workers.bleurt import BleurtScorer
 from assay.workers.checkpoint import LearnedMetricModel, SignalHeadSpec
-from assay.workers.training.config import TrainConfig
 from assay.workers.training.objectives import RATING, Objective, masked_loss_sum
 
 __all__ = ["MultiTaskModel", "encoder_blocks", "new_head", "prepare_model"]

@@ -28,6 +28,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from assay import slugs
 from assay.catalog.engine import session_scope
 from assay.catalog.models import Checkpoint
 from assay.checkpoints.store import place, stored_folder
@@ -54,9 +55,7 @@ def validate_checkpoint_name(name: str) -> str:
 
 def name_from_folder(folder: str | Path) -> str:
     """A valid checkpoint name derived from a folder name (``BLEURT MiniLM/`` -> ``bleurt-minilm``)."""
-    cleaned = re.sub(r"[^a-z0-9._-]+", "-", Path(folder).name.lower()).strip("-._")
-    cleaned = re.sub(r"\.{2,}", ".", cleaned)[:100] or "checkpoint"
-    return validate_checkpoint_name(cleaned)
+    return validate_checkpoint_name(slugs.slug(Path(folder).name, keep="._-", max_length=100, default="checkpoint"))
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from assay import slugs
 from assay.errors import UsageError
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
@@ -26,9 +27,7 @@ def validate_name(name: str) -> str:
 
 def slug(text: str) -> str:
     """A valid dataset name derived from free text (a folder or file name)."""
-    cleaned = re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-._")
-    cleaned = re.sub(r"\.{2,}", ".", cleaned)[:64] or "dataset"
-    return validate_name(cleaned)
+    return validate_name(slugs.slug(text, keep="._-", max_length=64, default="dataset"))
 
 
 @dataclass(frozen=True)

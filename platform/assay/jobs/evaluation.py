@@ -5,7 +5,7 @@ version (or the ones asked for) is correlated with the human scores per group (l
 task) and aspect, and averaged over groups (group ``all``, the plain mean, as the WMT and BLEURT
 tables report "avg"). Each number gets a percentile bootstrap confidence interval with a recorded
 seed, and metrics are ranked into significance clusters (mt-metrics-eval's rule,
-:func:`assay.stats.assign_clusters`) from pairwise tests:
+:func:`assay.stats.significance_clusters`) from pairwise tests:
 
 * segment level, per group: the PERM-BOTH paired permutation test (Deutsch et al. 2021, as in
   mt-metrics-eval; :func:`assay.stats.permutation_tests`, one set of permutations per metric pair);
@@ -67,10 +67,12 @@ from assay.results import correlations, segment_scores, significance, system_poi
 from assay.results.segment_scores import ScoredMetric, scored_signatures
 from assay.stats import (
     MetricTies,
-    assign_clusters,
+    SignificanceClusters,
     kendall_like_from_pairs,
     metric_ties_for_wmt_year,
     permutation_tests,
+    ranking_order,
+    significance_clusters,
     tie_calibration,
     williams_test,
 )
@@ -548,10 +550,19 @@ def _system_cells(settings: Settings, store_path: str, candidates: list[ScoredMe
 
 # --- ranks, significance and clusters -------------------------------------------------------------
 
-def _ranked(slot: list[_Cell]) -> list[tuple[_Cell, float]]:
+def _defined(slot: list[_Cell]) -> dict[str, _Cell]:
+    """The cells of a slot with a defined value, by signature."""
+    return {c.scored.signature: c for c in slot if c.value is not None}
+
+
+def _values(defined: dict[str, _Cell]) -> dict[str, float]:
+    return {signature: c.value for signature, c in defined.items() if c.value is not None}
+
+
+def _ranked(slot: list[_Cell]) -> list[_Cell]:
     """The defined cells of a slot by decreasing value (ties keep their order)."""
-    defined = [(c, c.value) for c in slot if c.value is not None]
-    return sorted(defined, key=lambda pair: -pair[1])
+    defined = _defined(slot)
+    return [defined[signature] for signature in ranking_order(_values(defined))]
 
 
 def _permutation_p_values(requests: dict[tuple[str, str, str, str], dict[str, tuple[_Cell, _Cell]]], seed: int,
@@ -599,7 +610,7 @@ def _significance(cells: list[_Cell], level: str, seed: int, n_resamples: int) -
     result: dict[PairKey, tuple[float, str]] = {}
     permutations: dict[tuple[str, str, str, str], dict[str, tuple[_Cell, _Cell]]] = {}
     for (group, aspect, statistic), slot in _slots(cells).items():
-        ranked = [c for c, _ in _ranked(slot)]
+        ranked = _ranked(slot)
         for i, better in enumerate(ranked):
             for worse in ranked[i + 1:]:
                 if level == "seg" and statistic in PERMUTATION_NAMES and better.paired_with(worse):
@@ -615,15 +626,22 @@ def _ranked_rows(cells: list[_Cell], p_values: dict[PairKey, tuple[float, str]],
                 ) -> list[tuple[_Cell, int | None, int | None]]:
     """Every cell with its rank and significance cluster in its slot (None, None: undefined value)."""
     rows: list[tuple[_Cell, int | None, int | None]] = []
-    for (group, aspect, statistic), slot in sorted(_slots(cells).items()):
-        defined = [c for c, _ in _ranked(slot)]
-        p = np.ones((len(defined), len(defined)))
-        for i, a in enumerate(defined):
-            for j, b in enumerate(defined):
-                if i < j:
-                    p[i, j] = p_values.get((group, aspect, statistic, a.scored.signature, b.scored.signature),
-                                           (1.0, ""))[0]
-        clusters = assign_clusters(p, alpha=alpha) if defined else []
-        rows += [(c, i + 1, clusters[i]) for i, c in enumerate(defined)]
+    for slot_key, slot in sorted(_slots(cells).items()):
+        defined = _defined(slot)
+        if defined:
+            ranking = _slot_clusters(slot_key, defined, p_values, alpha)
+            rows += [(defined[m.name], rank, m.cluster) for rank, m in enumerate(ranking.ranking, start=1)]
         rows += [(c, None, None) for c in slot if c.value is None]
     return rows
+
+
+def _slot_clusters(slot_key: tuple[str, str, str], defined: dict[str, _Cell],
+                   p_values: dict[PairKey, tuple[float, str]], alpha: float) -> SignificanceClusters:
+    """The significance clusters of one (group, aspect, statistic) slot from its pairs' p-values
+    (:func:`assay.stats.significance_clusters`; 1 where no test applied)."""
+    group, aspect, statistic = slot_key
+
+    def p_value(better: str, worse: str) -> float:
+        return p_values.get((group, aspect, statistic, better, worse), (1.0, ""))[0]
+
+    return significance_clusters(_values(defined), p_value, alpha=alpha, test="stored")

@@ -7,34 +7,11 @@ what is accepted, before any model is loaded or anything is scored.
 
 from __future__ import annotations
 
-import inspect
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from assay.errors import UsageError
-
-
-def accepted_parameters(cls: type) -> list[str] | None:
-    """The keyword parameters of ``cls``'s constructor; None when it takes ``**kwargs``."""
-    names = []
-    for parameter in inspect.signature(cls).parameters.values():
-        if parameter.kind is inspect.Parameter.VAR_KEYWORD:
-            return None
-        if parameter.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY):
-            names.append(parameter.name)
-    return names
-
-
-def check_parameter_names(metric: str, cls: type, params: Mapping[str, Any]) -> None:
-    """Unknown parameter names: one line listing the accepted ones."""
-    accepted = accepted_parameters(cls)
-    if accepted is None:
-        return
-    unknown = [key for key in params if key not in accepted]
-    if unknown:
-        listed = ", ".join(accepted) if accepted else "none"
-        raise UsageError(f"metric {metric!r} has no parameter {', '.join(map(repr, unknown))} (it accepts: {listed})")
 
 
 def choice(metric: str, key: str, value: Any, choices: Iterable[str]) -> str:

@@ -22,6 +22,7 @@ from assay.datasets import store
 from assay.datasets.names import DatasetRef
 from assay.datasets.schema import TABLES
 from assay.errors import UsageError
+from assay.query.literals import sql_literal
 
 READING_STATEMENTS = {"SELECT", "EXPLAIN"}
 
@@ -29,10 +30,6 @@ READING_STATEMENTS = {"SELECT", "EXPLAIN"}
 def view_name(dataset: str, table: str) -> str:
     base = re.sub(r"[^a-z0-9_]", "_", dataset.lower())
     return base if table == "segments" else f"{base}_{table}"
-
-
-def _sql_literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def dataset_views(settings: Settings, pins: list[str] | None = None) -> dict[str, Path]:
@@ -61,7 +58,7 @@ def readonly_connection(
         db_path = str(Path(tmp) / "views.duckdb")
         with duckdb.connect(db_path) as con:
             for name, path in views.items():
-                con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM read_parquet({_sql_literal(str(path))})')
+                con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM read_parquet({sql_literal(str(path))})')
             for name, sql in (extra or {}).items():
                 con.execute(f'CREATE VIEW "{name}" AS {sql}')
         con = duckdb.connect(db_path, read_only=True)

@@ -7,9 +7,9 @@ numbers the same way.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+from assay import slugs
 from assay.config import Settings
 from assay.report.collect import CorrelationRow, VersionInfo
 from assay.report.footnotes import Footnotes
@@ -30,7 +30,7 @@ def statistic_name(statistic: str) -> str:
 
 def slug(*parts: object) -> str:
     """An HTML id from free text."""
-    return re.sub(r"[^a-z0-9]+", "-", "-".join(str(p) for p in parts).lower()).strip("-")
+    return slugs.slug("-".join(str(p) for p in parts))
 
 
 def signed(value: float | None, decimals: int = 3) -> str:

@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 
 from assay.atomic import unique_part_name, write_parquet
 from assay.config import Settings
+from assay.query.literals import sql_literal
 
 if TYPE_CHECKING:
     import duckdb
@@ -85,11 +86,6 @@ def read_files(files: Sequence[Path], schema: pa.Schema) -> pa.Table:
     if not files:
         return schema.empty_table()
     return pa.concat_tables([upgrade(pq.read_table(f), schema) for f in files])
-
-
-def sql_literal(text: str) -> str:
-    """A DuckDB string literal."""
-    return "'" + text.replace("'", "''") + "'"
 
 
 def sql_source(con: duckdb.DuckDBPyConnection, files: Sequence[Path], schema: pa.Schema) -> str:

@@ -10,18 +10,20 @@ is computed on: ``"none"`` (all entries), ``"item"`` (per item across systems, t
 
 Modules, one concept each: ``correlation`` (Pearson, Spearman, Kendall b/c), ``kendall_like``
 (WMT DARR), ``pairwise`` (tau_23, acc_23, tie calibration, pairwise accuracy), ``significance``
-(Williams, PERM-BOTH permutation), ``bootstrap`` (confidence intervals), ``clusters``
+(Williams, PERM-BOTH permutation), ``bootstrap`` (resampling streams, percentile intervals, the
+paired bootstrap test), ``resampled`` (every replicate at once from resample counts), ``clusters``
 (significance clusters), ``model_selection`` (hybrid systems, Hits@1/MRR), ``coverage``
 (abstaining estimators), ``system_level`` (system scores and their correlation).
 """
 
 from assay.stats._groups import Grouping, StatsInputError
-from assay.stats.bootstrap import BootstrapResult, bootstrap_ci
+from assay.stats.bootstrap import paired_bootstrap_p_value, percentile_interval, resample_indices
 from assay.stats.clusters import (
     RankedMetric,
     SignificanceClusters,
     assign_clusters,
     rank_metrics,
+    ranking_order,
     significance_clusters,
 )
 from assay.stats.correlation import (
@@ -68,7 +70,6 @@ from assay.stats.significance import (
 from assay.stats.system_level import system_level_correlation, system_scores
 
 __all__ = [
-    "BootstrapResult",
     "Correlation",
     "CorrelationResult",
     "CoverageResult",
@@ -87,7 +88,6 @@ __all__ = [
     "WilliamsResult",
     "acc_23",
     "assign_clusters",
-    "bootstrap_ci",
     "correlate",
     "coverage_report",
     "grouped_statistic",
@@ -97,11 +97,15 @@ __all__ = [
     "metric_ties_for_wmt_year",
     "model_selection",
     "pair_counts",
+    "paired_bootstrap_p_value",
     "pairwise_accuracy",
     "pearson",
+    "percentile_interval",
     "permutation_test",
     "permutation_tests",
     "rank_metrics",
+    "ranking_order",
+    "resample_indices",
     "sample_hybrid_systems",
     "significance_clusters",
     "spearman",

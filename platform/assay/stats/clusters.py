@@ -59,6 +59,11 @@ class SignificanceClusters:
         raise StatsInputError(f"{name!r} is not among the ranked metrics ({', '.join(m.name for m in self.ranking)})")
 
 
+def ranking_order(values: Mapping[str, float]) -> list[str]:
+    """The names of ``values`` by decreasing value; ties keep the caller's order (step 1)."""
+    return sorted(values, key=lambda name: -values[name])
+
+
 def assign_clusters(p_values: npt.ArrayLike, *, alpha: float = 0.05) -> list[int]:
     """Cluster numbers (1-based) from an upper-triangular p-value matrix in ranking order.
 
@@ -95,7 +100,7 @@ def significance_clusters(
     if any(np.isnan(v) for v in values.values()):
         undefined = sorted(name for name, v in values.items() if np.isnan(v))
         raise StatsInputError(f"undefined (NaN) values for {', '.join(undefined)}; drop them before ranking")
-    names = sorted(values, key=lambda name: -values[name])  # stable: ties keep the caller's order
+    names = ranking_order(values)
     size = len(names)
     matrix = np.full((size, size), np.nan)
     for i in range(size):

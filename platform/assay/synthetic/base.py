@@ -44,14 +44,11 @@ FAMILIES = ("mask_filling", "backtranslation", "word_dropping")
 SIGNAL_KINDS = ("regression", "classification")
 
 
-class Perturbation(ABC):
-    """A way to make candidates from sentences (§4.1). Subclasses set ``name``, ``role`` and
-    ``family``, take their parameters as keyword arguments and implement :meth:`perturb`."""
+class SignedPlugin(ABC):
+    """A named, versioned plugin whose parameters render its signature (perturbations, signals)."""
 
     name: ClassVar[str]
     version: ClassVar[str] = "1"
-    role: ClassVar[str] = "base"
-    family: ClassVar[str]
 
     @abstractmethod
     def params(self) -> dict[str, Any]:
@@ -64,7 +61,15 @@ class Perturbation(ABC):
     def signature(self) -> str:
         return render_signature(self.name, self.signature_params(), self.version)
 
-    def prepare(self, corpus: Corpus) -> None:  # noqa: B027 - optional hook, a no-op by default
+
+class Perturbation(SignedPlugin):
+    """A way to make candidates from sentences (§4.1). Subclasses set ``name``, ``role`` and
+    ``family``, take their parameters as keyword arguments and implement :meth:`perturb`."""
+
+    role: ClassVar[str] = "base"
+    family: ClassVar[str]
+
+    def prepare(self, corpus: Corpus) -> None:
         """Called once with the corpus before any :meth:`perturb` (e.g. to learn a model from it)."""
 
     def eligible(self, corpus: Corpus, pool: np.ndarray) -> np.ndarray:
@@ -90,12 +95,10 @@ class PairBatch:
         return len(self.references)
 
 
-class Signal(ABC):
+class Signal(SignedPlugin):
     """A pre-training signal τ_k (§4.2). Subclasses set ``name``, ``kind`` (and ``classes`` for a
     classification), declare their ``components`` and implement :meth:`compute`."""
 
-    name: ClassVar[str]
-    version: ClassVar[str] = "1"
     kind: ClassVar[str] = "regression"
     classes: ClassVar[tuple[str, ...]] = ()
 
@@ -103,16 +106,6 @@ class Signal(ABC):
     def components(self) -> tuple[str, ...]:
         """Names of the columns this signal fills, ``()`` for a single column (e.g. BLEU)."""
         return ()
-
-    @abstractmethod
-    def params(self) -> dict[str, Any]:
-        """The constructor's parameters (JSON-serialisable), as recorded in the lineage."""
-
-    def signature_params(self) -> dict[str, Any]:
-        return self.params()
-
-    def signature(self) -> str:
-        return render_signature(self.name, self.signature_params(), self.version)
 
     def columns(self, key: str) -> tuple[str, ...]:
         """The table columns of this signal under ``key`` (its name, or an alias in the spec):

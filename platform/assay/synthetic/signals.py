@@ -46,12 +46,20 @@ def _distinct(batch: PairBatch) -> tuple[list[str], list[list[str]], np.ndarray]
 
 
 class MetricSignal(Signal):
-    """A signal read off one of Assay's metrics (``metric``): its main score, or its extra columns."""
+    """A signal read off one of Assay's metrics (``metric``): by default its main score, in one
+    column, with the metric's parameters; a subclass may read its extra columns instead."""
 
     metric: Metric
 
+    def params(self) -> dict[str, Any]:
+        return self.metric.params()
+
     def signature_params(self) -> dict[str, Any]:
         return {"metric": self.metric.name, **self.metric.signature_params()}
+
+    def compute(self, batch: PairBatch) -> dict[str, np.ndarray]:
+        score, _, inverse = self._scores(batch)
+        return {"": score[inverse]}
 
     def _scores(self, batch: PairBatch) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
         candidates, references, inverse = _distinct(batch)
@@ -67,13 +75,6 @@ class BleuSignal(MetricSignal):
     def __init__(self, tokenize: str = "13a", smooth_method: str = "exp", lowercase: bool = False) -> None:
         self.metric = SentenceBLEU(tokenize=tokenize, smooth_method=smooth_method, lowercase=lowercase)
 
-    def params(self) -> dict[str, Any]:
-        return self.metric.params()
-
-    def compute(self, batch: PairBatch) -> dict[str, np.ndarray]:
-        score, _, inverse = self._scores(batch)
-        return {"": score[inverse]}
-
 
 class ChrfSignal(MetricSignal):
     """chrF via sacrebleu (see the module docstring)."""
@@ -82,13 +83,6 @@ class ChrfSignal(MetricSignal):
 
     def __init__(self, char_order: int = 6, word_order: int = 0, beta: int = 2, lowercase: bool = False) -> None:
         self.metric = ChrF(char_order=char_order, word_order=word_order, beta=beta, lowercase=lowercase)
-
-    def params(self) -> dict[str, Any]:
-        return self.metric.params()
-
-    def compute(self, batch: PairBatch) -> dict[str, np.ndarray]:
-        score, _, inverse = self._scores(batch)
-        return {"": score[inverse]}
 
 
 class RougeSignal(MetricSignal):

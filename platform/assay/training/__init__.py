@@ -1,5 +1,5 @@
-"""Training learned metrics (BLEURT, Sellam et al. 2020): stage plans, the stage runner
-(``stages``), lineage, recipes.
+"""Training learned metrics (BLEURT, Sellam et al. 2020): hyper-parameters, stage plans, the stage
+runner (``stages``), lineage, recipes.
 
 The model code lives in the workers layer; here are the parts that need no torch.
 """

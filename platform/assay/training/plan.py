@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from assay import slugs
 from assay.catalog.dataset_versions import resolve
 from assay.catalog.engine import session_scope
 from assay.checkpoints.registry import validate_checkpoint_name
@@ -132,7 +133,7 @@ def concat_ratings(parts: Sequence[tuple[pa.Table, DataVersion]]) -> tuple[pa.Ta
 
 def default_checkpoint_name(stage: str, data: Sequence[DataVersion], seed: int) -> str:
     """``finetune-wmt16-1-s12345``: stage, data and seed (the catalog adds a digest on a clash)."""
-    parts = "-".join(re.sub(r"[^a-z0-9]+", "-", d.label.lower()).strip("-") for d in data)[:80]
+    parts = "-".join(slugs.slug(d.label) for d in data)[:80]
     return validate_checkpoint_name(f"{stage}-{parts}-s{seed}")
 
 

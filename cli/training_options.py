@@ -1,0 +1,82 @@
+"""The training options shared by ``assay train`` and ``assay robustness``: the trainer's
+hyper-parameters as click options, turned into a config and checked by
+:class:`~assay.training.config.TrainConfig` (no torch) before any flow starts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from assay.errors import UsageError
+
+
+def parse_unfreeze(text: str | None) -> list[list[int]]:
+    """``0:2,500:6`` -> ``[[0, 2], [500, 6]]`` (from step 0 train the top 2 blocks, from 500 the top 6)."""
+    if not text:
+        return []
+    stages = []
+    for part in text.split(","):
+        step, sep, blocks = part.partition(":")
+        if not sep or not step.strip().isdigit() or not blocks.strip().isdigit():
+            raise UsageError(f"--unfreeze {text!r}: expected STEP:BLOCKS[,STEP:BLOCKS...], e.g. 0:2,500:6")
+        stages.append([int(step), int(blocks)])
+    return stages
+
+
+def config_from_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The trainer's hyper-parameters the options name (the rest keep the paper's defaults)."""
+    steps, epochs = options.get("steps"), options.get("epochs")
+    if steps is not None and epochs is not None:
+        raise UsageError("give --steps or --epochs, not both")
+    config: dict[str, Any] = {"max_steps": steps} if steps is not None else {"epochs": epochs if epochs else 1.0}
+    mapping = {"batch_size": "batch_size", "lr": "learning_rate", "warmup": "warmup_ratio",
+               "weight_decay": "weight_decay", "eval_every": "eval_every", "save_every": "save_every",
+               "patience": "patience", "seed": "seed", "validation_fraction": "validation_fraction",
+               "device": "device", "max_length": "max_length", "clip": "max_grad_norm"}
+    for option, field in mapping.items():
+        if options.get(option) is not None:
+            config[field] = options[option]
+    if options.get("freeze_embeddings"):
+        config["freeze_embeddings"] = True
+    if options.get("no_length_grouping"):
+        config["group_by_length"] = False
+    unfreeze = parse_unfreeze(options.get("unfreeze"))
+    if unfreeze:
+        config["unfreeze"] = unfreeze
+    check_config(config)  # one error line before any flow starts
+    return config
+
+
+def training_options(function: Any) -> Any:
+    """The trainer's hyper-parameters as click options (--steps, --epochs, --lr, ...)."""
+    options = [
+        click.option("--steps", type=int, help="Optimizer steps (or --epochs; default 1 epoch)."),
+        click.option("--epochs", type=float, help="Passes over the training split."),
+        click.option("--batch-size", type=int, help="Pairs per step over all processes (default 32, the paper's)."),
+        click.option("--lr", type=float, help="Peak learning rate of AdamW (default 1e-5, the paper's)."),
+        click.option("--warmup", type=float, help="Share of steps with linear warm-up (then linear decay)."),
+        click.option("--weight-decay", type=float, help="AdamW weight decay."),
+        click.option("--clip", type=float, help="Gradient-norm clipping (default 1.0; 0 turns it off)."),
+        click.option("--eval-every", type=int, help="Validate every N steps (and after the last)."),
+        click.option("--save-every", type=int, help="Save a resumable state every N steps."),
+        click.option("--patience", type=int, help="Stop after N validations without a better Kendall tau."),
+        click.option("--seed", type=int, help="Seed of the split, the heads, dropout and the batch order."),
+        click.option("--validation-fraction", type=float, help="Share of items held out (default 0.1)."),
+        click.option("--freeze-embeddings", is_flag=True, help="Keep the embedding layer fixed."),
+        click.option("--unfreeze", metavar="STEP:BLOCKS,...", help="Staged unfreezing, e.g. 0:2,500:6."),
+        click.option("--no-length-grouping", is_flag=True, help="Random batches instead of length-grouped ones."),
+        click.option("--max-length", type=int, help="Token budget per pair (default: the checkpoint's)."),
+        click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), help="Where to train (default auto)."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def check_config(config: dict[str, Any]) -> None:
+    """Refuse hyper-parameters the trainer would refuse, before a flow starts (the trainer's own
+    :class:`~assay.training.config.TrainConfig`, which needs no torch)."""
+    from assay.training.config import TrainConfig
+
+    TrainConfig(**config)
