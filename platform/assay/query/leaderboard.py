@@ -57,13 +57,12 @@ def leaderboard(query: LeaderboardQuery, settings: Settings | None = None,
     sig_pattern = str(settings.home / correlations.SIGNIFICANCE_ROOT / f"dataset={ref.name}" / "part-*.parquet")
     where = ["level = $level", "statistic = $statistic", '"group" = $group']
     params: dict[str, Any] = {"level": query.level, "statistic": query.statistic, "group": query.group}
-    if ref.version is not None:
-        if not ref.version.isdigit():
-            where.append("starts_with(dataset_digest, $digest)")
-            params["digest"] = ref.version.lower()
-        else:
-            where.append("dataset_version = $version")
-            params["version"] = int(ref.version)
+    if ref.version_digest is not None:
+        where.append("starts_with(dataset_digest, $digest)")
+        params["digest"] = ref.version_digest
+    elif ref.version_number is not None:
+        where.append("dataset_version = $version")
+        params["version"] = ref.version_number
     if query.aspect:
         where.append("aspect = $aspect")
         params["aspect"] = query.aspect
@@ -73,7 +72,7 @@ def leaderboard(query: LeaderboardQuery, settings: Settings | None = None,
     if query.since:
         where.append("created_at >= $since")
         params["since"] = query.since
-    pinned_or_mixed = ref.version is not None or query.allow_mixed
+    pinned_or_mixed = ref.version_number is not None or ref.version_digest is not None or query.allow_mixed
     version_filter = "TRUE" if pinned_or_mixed else "dataset_version = (SELECT v FROM newest_version)"
     sql = f"""
         WITH rows AS (

@@ -65,6 +65,7 @@ from assay.checkpoints.registry import validate_checkpoint_name
 from assay.config import Settings
 from assay.datasets import store
 from assay.datasets.human import human_array
+from assay.datasets.names import VersionRef
 from assay.errors import NotFoundError, UsageError
 from assay.jobs.ingest import derive_version
 from assay.jobs.runs import RecordedFile, RunRecorder
@@ -125,8 +126,9 @@ RESULTS = pa.schema([
 ])
 
 
-def digest_of(data: Any) -> str:
-    """sha256 of canonical JSON."""
+def json_digest(data: Any) -> str:
+    """sha256 hex of ``data`` as canonical JSON (sorted keys, no spaces): an experiment's or a
+    training's identity."""
     return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
@@ -256,7 +258,7 @@ class Experiment:
     @property
     def id(self) -> str:
         """sha256 (16 hex digits) of everything that determines the numbers."""
-        return digest_of({
+        return json_digest({
             "kind": self.kind, "dataset_digest": self.dataset_digest, "points": self.points,
             "variants": [v.identity() for v in self.variants], "baselines": self.baselines,
             "hyperparameters": self.hyperparameters, "seed": self.seed, "statistics": self.statistics,
@@ -315,9 +317,7 @@ class SplitSample:
     by: str
     share: float
     side: str
-    name: str
-    number: int
-    digest: str
+    version: VersionRef
     created: bool
     rows: int
     units: int
@@ -328,14 +328,16 @@ class SplitSample:
 
     @property
     def label(self) -> str:
-        return f"{self.name}@{self.number}"
+        return self.version.label
 
     def as_dict(self) -> dict[str, Any]:
+        """Plain JSON (a flow parameter): the fields, ``version`` as :meth:`VersionRef.as_dict`, and ``label``."""
         return {**asdict(self), "label": self.label}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SplitSample:
-        return cls(**{k: v for k, v in data.items() if k != "label"})
+        fields = {k: v for k, v in data.items() if k != "label"}
+        return cls(**{**fields, "version": VersionRef.from_dict(fields["version"])})
 
 
 def split_name(dataset: str, by: str, share: float, side: str) -> str:
@@ -409,7 +411,7 @@ def draw_splits(dataset: str, *, by: str, shares: Sequence[float], seed: int, in
         is_train = pc.is_in(pool.column(column), pa.array(train_units, pa.string()))
         derivation = {"kind": SPLIT_KIND, "by": by, "share": share, "seed": seed, "include_human": include_human,
                       "n_units": len(order), "train_units": k, "share_actual": k / len(order),
-                      "units_digest": digest_of(train_units)}
+                      "units_digest": json_digest(train_units)}
         if by == "system":
             derivation["train_systems"] = train_units
         for side in SIDES:
@@ -419,8 +421,8 @@ def draw_splits(dataset: str, *, by: str, shares: Sequence[float], seed: int, in
             table = pool.filter(mask)
             result = derive_version(label, split_name(name, by, share, side), {"segments": table},
                                     {**derivation, "side": side}, settings=settings)
-            out.append(SplitSample(by=by, share=share, side=side, name=result.name, number=result.number,
-                                   digest=result.digest, created=result.created, rows=table.num_rows,
+            out.append(SplitSample(by=by, share=share, side=side, version=result.version, created=result.created,
+                                   rows=table.num_rows,
                                    units=k if side == "train" else len(order) - k, n_units=len(order),
                                    share_actual=k / len(order)))
     return out
@@ -431,7 +433,7 @@ def draw_splits(dataset: str, *, by: str, shares: Sequence[float], seed: int, in
 
 def training_key(train_digest: str, aspect: str | None, variant: Variant, hyperparameters: dict[str, Any]) -> str:
     """sha256 of what determines a fine-tuned checkpoint."""
-    return digest_of({"train": train_digest, "aspect": aspect, "init": variant.identity()["init"],
+    return json_digest({"train": train_digest, "aspect": aspect, "init": variant.identity()["init"],
                       "hyperparameters": hyperparameters})
 
 
