@@ -82,6 +82,11 @@ class VersionRef:
     def label(self) -> str:
         return f"{self.name}@{self.number}"
 
+    @property
+    def pinned(self) -> str:
+        """``name@DIGEST``: a :class:`DatasetRef` that resolves to exactly this content."""
+        return f"{self.name}@{self.digest}"
+
     def __str__(self) -> str:
         return self.label
 

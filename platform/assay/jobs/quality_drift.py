@@ -242,7 +242,8 @@ def _store_sample(prepared: _Prepared, name: str, lineage: dict[str, Any], alpha
     result = derive_version(lineage["parent"], drift_name(name, alpha, split),
                             {"segments": prepared.segments.filter(pa.array(mask))}, derivation, settings=settings)
     pool = prepared.test_pool if split == "test" else ~prepared.test_pool
-    return DriftSample(alpha=alpha, split=split, version=result.version, created=result.created, rows=int(mask.sum()), pool_rows=int(pool.sum()),
+    return DriftSample(alpha=alpha, split=split, version=result.version, created=result.created,
+                       rows=int(mask.sum()), pool_rows=int(pool.sum()),
                        mean_human=float(prepared.human[mask].mean()))
 
 

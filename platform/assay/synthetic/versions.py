@@ -161,8 +161,8 @@ def store_pairs(pairs: pa.Table, name: str, *, settings: Settings | None = None,
     )
     recorder = RunRecorder(
         settings, "synthesize",
-        inputs={"sources": lineage["sources"], "exclude": lineage["exclude"], "dataset": name, "version": version.number,
-                "dataset_digest": digest},
+        inputs={"sources": lineage["sources"], "exclude": lineage["exclude"], "dataset": name,
+                "version": version.number, "dataset_digest": digest},
         parameters=lineage["spec"], started=started,
     )
     recorder.record({"dataset": version.label, "digest": digest, "counts": lineage["counts"]})
