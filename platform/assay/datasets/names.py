@@ -102,8 +102,9 @@ class VersionRef:
         return cls(ref.name, ref.version_number, digest)
 
     def as_dict(self) -> dict[str, Any]:
-        """Plain JSON (for flow parameters): ``{"name", "number", "digest"}``."""
-        return {"name": self.name, "number": self.number, "digest": self.digest}
+        """Plain JSON (for flow parameters): ``{"name", "number", "digest", "label"}`` (``label`` for
+        readers of the JSON; :meth:`from_dict` reads the other three)."""
+        return {"name": self.name, "number": self.number, "digest": self.digest, "label": self.label}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> VersionRef:

@@ -61,6 +61,7 @@ from assay.catalog.engine import session_scope
 from assay.catalog.models import Checkpoint, DatasetVersion, Regression, Run, SuiteEvaluation
 from assay.checkpoints.registry import find, labels_by_digest, lineage_text
 from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED, Settings
+from assay.datasets.names import VersionRef
 from assay.errors import UsageError
 from assay.jobs.evaluation import SEG_STATS, SYS_STATS, evaluate
 from assay.metrics.signature import parse_signature, short_digest
@@ -153,8 +154,7 @@ def _cells_of(entries: Iterable[SuiteCell | SuiteEntry]) -> list[SuiteCell]:
     cells: list[SuiteCell] = []
     for entry in entries:
         if isinstance(entry, SuiteEntry):
-            name = entry.dataset.rpartition("@")[0] or entry.dataset
-            cells += [SuiteCell(f"{name}@{entry.dataset_digest}", level, statistic)
+            cells += [SuiteCell(entry.version.pinned, level, statistic)
                       for level in entry.levels for statistic in entry.statistics_for(level)]
         elif isinstance(entry, SuiteCell):
             cells.append(entry)
@@ -178,14 +178,14 @@ def _check_cells(cells: Sequence[SuiteCell]) -> None:
 
 @dataclass(frozen=True)
 class _Version:
+    """A dataset version and its catalog row id."""
+
     id: int
-    name: str
-    number: int
-    digest: str
+    ref: VersionRef
 
     @property
     def label(self) -> str:
-        return f"{self.name}@{self.number}"
+        return self.ref.label
 
 
 @dataclass(frozen=True)
@@ -201,7 +201,7 @@ class _Evaluated:
 def _ledger(settings: Settings, version: _Version, suite_signature: str) -> list[_Evaluated]:
     with session_scope(settings) as session:
         rows = session.scalars(select(SuiteEvaluation).where(
-            SuiteEvaluation.dataset_digest == version.digest,
+            SuiteEvaluation.dataset_digest == version.ref.digest,
             SuiteEvaluation.suite_signature == suite_signature,
             SuiteEvaluation.evaluate_run_id.is_not(None),
         ).order_by(SuiteEvaluation.finished_at, SuiteEvaluation.id))
@@ -271,7 +271,7 @@ def compare_with_best(settings: Settings, *, checkpoint_digest: str, suite_signa
     with session_scope(settings) as session:
         for cell in cells:
             v = resolve(session, cell.dataset)
-            version = _Version(v.id, v.dataset.name, v.number, v.digest)
+            version = _Version(v.id, v.ref)
             wanted.setdefault((version, cell.level), set()).add(cell.statistic)
     findings: list[Finding] = []
     for (version, level), statistics in wanted.items():
@@ -288,12 +288,12 @@ def _compare_on(settings: Settings, version: _Version, level: str, statistics: s
     if own_entry is None:
         raise UsageError(f"checkpoint {digest[:12]} has no evaluation of {version.label} under suite signature "
                          f"{suite_signature} in the ledger; evaluate it first (the nightly flow does)")
-    own_rows = _of_checkpoint(_correlation_rows(settings, version.name, own_entry.evaluate_run_id, level), digest)
+    own_rows = _of_checkpoint(_correlation_rows(settings, version.ref.name, own_entry.evaluate_run_id, level), digest)
     if not own_rows:
         raise UsageError(f"evaluation run {own_entry.evaluate_run_id} of {version.label} has no {level}-level "
                          f"correlations of checkpoint {digest[:12]}")
     baselines = [e for e in ledger if e.checkpoint_digest != digest and e.status == COMPLETED]
-    candidates = [(e, _of_checkpoint(_correlation_rows(settings, version.name, e.evaluate_run_id, level),
+    candidates = [(e, _of_checkpoint(_correlation_rows(settings, version.ref.name, e.evaluate_run_id, level),
                                      e.checkpoint_digest)) for e in baselines]
     best: dict[CellKey, tuple[_Evaluated, dict[str, Any]]] = {}
     for key in _compared_keys(own_rows, statistics, per_group):
@@ -304,7 +304,7 @@ def _compare_on(settings: Settings, version: _Version, level: str, statistics: s
     if not best:
         return []
     own_run = own_entry.evaluate_run_id
-    own_signatures = {r["signature"] for r in _correlation_rows(settings, version.name, own_run, level)}
+    own_signatures = {r["signature"] for r in _correlation_rows(settings, version.ref.name, own_run, level)}
     reused = {k for k, (_, row) in best.items() if row["signature"] in own_signatures}
     sources = {k: own_run for k in reused}
     missing = {k: v for k, v in best.items() if k not in reused}
@@ -312,8 +312,8 @@ def _compare_on(settings: Settings, version: _Version, level: str, statistics: s
         paired_run = _paired_evaluation(settings, version, level, own_entry, own_rows, missing, n_resamples, seed,
                                         alpha)
         sources.update({k: paired_run for k in missing})
-    stored = {run: _Stored(_correlation_rows(settings, version.name, run, level),
-                           _p_values(settings, version.name, run, level)) for run in set(sources.values())}
+    stored = {run: _Stored(_correlation_rows(settings, version.ref.name, run, level),
+                           _p_values(settings, version.ref.name, run, level)) for run in set(sources.values())}
     findings = []
     for key, (entry, best_row) in sorted(best.items()):
         finding = _finding(version, level, key, digest, own_rows[key]["signature"], entry, best_row["signature"],
@@ -443,7 +443,7 @@ def list_regressions(settings: Settings, *, checkpoint: str | None = None) -> li
                 "baseline_digest": reg.baseline_digest,
                 "suite_signature": reg.suite_signature,
                 "dataset": version.label, "dataset_version_id": reg.dataset_version_id,
-                "dataset_digest": version.digest, "level": reg.level, "group": reg.group, "aspect": reg.aspect,
+                "dataset_digest": version.ref.digest, "level": reg.level, "group": reg.group, "aspect": reg.aspect,
                 "statistic": reg.statistic, "value": reg.value, "baseline_value": reg.baseline_value,
                 "p_value": reg.p_value, "test": reg.test, "run_id": reg.run_id,
                 "created_at": reg.created_at.isoformat() if reg.created_at else None,
