@@ -51,7 +51,7 @@ def test_bundled_fixtures_are_discovered_and_ingest() -> None:
     assert wmt.row_counts["systems"] == 6
     assert wmt.row_counts["outputs"] == 36
     captions = results["demo-captions.tsv"]
-    assert captions.name == "demo-captions"
+    assert captions.version.name == "demo-captions"
     assert captions.row_counts["segments"] == 6
 
 
@@ -165,17 +165,18 @@ def test_dataset_names_are_validated(name: str) -> None:
 
 
 def test_catalog_failure_removes_the_new_store_folder(monkeypatch: pytest.MonkeyPatch) -> None:
-    import assay.jobs.ingest
+    import assay.datasets.versions
 
     def fail(*_args: object, **_kwargs: object) -> None:
         raise AssayError("simulated catalog failure")
 
-    monkeypatch.setattr(assay.jobs.ingest, "record_version", fail)
+    before = store_snapshot()
+    monkeypatch.setattr(assay.datasets.versions, "record_version", fail)
     with pytest.raises(AssayError, match="simulated"):
         ingest_path(DEMO_WMT)
     settings = load_settings()
     leftovers = list((settings.home / "datasets").rglob("*.parquet")) if settings.datasets_dir.exists() else []
-    assert leftovers == []
+    assert leftovers == [] and store_snapshot()[1] == before[1]  # no parquet file, no catalog row
 
 
 def test_catalog_on_postgresql(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
