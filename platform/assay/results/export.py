@@ -45,7 +45,7 @@ def scored_segments(dataset: str, metric: Metric, settings: Settings | None = No
     human_raw = segments.column("human_raw").to_pylist()
     columns: dict[str, list] = {
         name: segments.column(name).to_pylist()
-        for name in ("dataset", "version", "group", "aspect", "item_id", "segment_id", "system")
+        for name in ("dataset", "version_digest", "group", "aspect", "item_id", "segment_id", "system")
     }
     columns["human"] = human_scores(segments)
     columns["human_z"] = human_z
