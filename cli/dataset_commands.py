@@ -53,7 +53,7 @@ def print_ingest_results(results: list[dict[str, Any]]) -> None:
         state = "new version" if result["created"] else \
             "unchanged" + ("" if result.get("parsed", True) else " (source files identical, not parsed again)")
         counts = ", ".join(f"{k} {v:,}" for k, v in result["row_counts"].items() if v)
-        click.echo(f"{result['name']}@{result['version']} ({result['digest'][:12]}, {result['format']}): "
+        click.echo(f"{result['label']} ({result['version_digest'][:12]}, {result['format']}): "
                    f"{state}; {counts}")
         for warning in result["warnings"]:
             click.echo(f"  warning: {warning}")
@@ -101,13 +101,13 @@ def show_command(ref: str, as_json: bool) -> None:
             systems=[{"group": s.group, "name": s.name, "is_human": s.is_human,
                       "segment_judgments": s.segment_judgments, "system_judgments": s.system_judgments,
                       "outputs": s.outputs} for s in version.systems],
-            versions=[{"version": v.number, "digest": v.digest, "created_at": v.created_at.isoformat()}
+            versions=[{"version_number": v.number, "version_digest": v.digest, "created_at": v.created_at.isoformat()}
                       for v in version.dataset.versions],
         )
     if as_json:
         emit_json(detail)
         return
-    click.echo(f"{detail['name']}@{detail['version']}  digest {detail['digest']}")
+    click.echo(f"{detail['label']}  digest {detail['version_digest']}")
     click.echo(f"  format {detail['format']}, ingested {detail['created_at']} by {detail['code_version']}")
     click.echo(f"  source {detail['source_path']}")
     click.echo("  rows: " + ", ".join(f"{k} {v:,}" for k, v in detail["row_counts"].items()))
@@ -116,7 +116,8 @@ def show_command(ref: str, as_json: bool) -> None:
     click.echo(f"  {len(detail['source_files'])} source files (sha256 in --json)")
     for warning in detail["warnings"]:
         click.echo(f"  warning: {warning}")
-    click.echo("  versions: " + ", ".join(f"{v['version']} ({v['digest'][:12]})" for v in detail["versions"]))
+    click.echo("  versions: " + ", ".join(f"{v['version_number']} ({v['version_digest'][:12]})"
+                                         for v in detail["versions"]))
 
 
 @click.command("sql")

@@ -41,8 +41,9 @@ def version_summary(version: Any) -> dict[str, Any]:
     counts = version.row_counts
     return {
         "name": version.dataset.name,
-        "version": version.number,
-        "digest": version.digest,
+        "version_number": version.number,
+        "version_digest": version.digest,
+        "label": version.label,
         "format": version.format,
         "segment_judgments": counts.get("segments", 0),
         "system_judgments": counts.get("systems", 0),

@@ -102,7 +102,7 @@ def synth_command(sources: tuple[str, ...], exclude: tuple[str, ...], pairs: int
         emit_json(result)
         return
     state = "new version" if result["created"] else "already stored"
-    click.echo(f"{result['label']} ({result['digest'][:12]}, synthetic): {state}; {result['rows']:,} pairs")
+    click.echo(f"{result['label']} ({result['version_digest'][:12]}, synthetic): {state}; {result['rows']:,} pairs")
 
 
 def register(cli: click.Group) -> None:

@@ -135,7 +135,7 @@ def run_recipe_command(data: tuple[str, ...], init: str | None, name: str | None
         return
     for stage, out in result["stages"].items():
         if stage == "synthesize":
-            click.echo(f"synthesize: {out['label']} ({out['rows']:,} pairs, {out['digest'][:12]}) "
+            click.echo(f"synthesize: {out['label']} ({out['rows']:,} pairs, {out['version_digest'][:12]}) "
                        f"{'stored' if out['created'] else 'already stored'}, {out['stage_seconds']:.0f} s")
         else:
             print_stage(out)

@@ -75,7 +75,7 @@ def fail_task(claim: dict[str, Any], error: str) -> None:
     ledger.fail(load_settings(), ledger.Claim.from_dict(claim), error)
 
 
-@flow(name="evaluate-checkpoint", flow_run_name="evaluate {item[checkpoint_name]} on {item[dataset]}")
+@flow(name="evaluate-checkpoint", flow_run_name="evaluate {item[checkpoint_name]} on {item[version][label]}")
 def evaluate_checkpoint_flow(item: dict[str, Any], shard_size: int = 2000) -> dict[str, Any]:
     """Score and evaluate one work item unless it is already done or taken; returns what happened."""
     from assay.flows.score import score_flow
@@ -85,18 +85,18 @@ def evaluate_checkpoint_flow(item: dict[str, Any], shard_size: int = 2000) -> di
     if claim is None:
         return {"status": "skipped", "reason": "completed, failed or running elsewhere", **_key(work)}
     suite = get_suite(load_settings(), f"{work.suite_name}@{work.suite_version}")
-    entry = next((e for e in suite.entries if e.dataset_digest == work.dataset_digest), None)
+    entry = next((e for e in suite.entries if e.version.digest == work.version.digest), None)
     try:
         if entry is None:
             raise AssayError(f"suite {suite.name}@{suite.version} has no dataset with digest "
-                             f"{work.dataset_digest[:12]}")
-        scored = score_flow(work.dataset, checkpoint_metric(work), shard_size=shard_size, progress=False)
+                             f"{work.version.digest[:12]}")
+        scored = score_flow(work.version.label, checkpoint_metric(work), shard_size=shard_size, progress=False)
         check_scored_digest(work, scored["signature"])
         # groups outside the checkpoint's languages were not scored (the score summary says which):
         # they are left out of its evaluation, as `assay evaluate --exclude-group` would
         excluded = sorted(set(entry.exclude_groups) | set(scored.get("excluded_groups") or {}))
-        evaluated = [evaluate_entry_task(work.dataset, level, scored["signature"], list(entry.statistics_for(level)),
-                                         excluded)
+        evaluated = [evaluate_entry_task(work.version.label, level, scored["signature"],
+                                         list(entry.statistics_for(level)), excluded)
                      for level in entry.levels if entry.statistics_for(level)]
     except AssayError as exc:  # bad input: failed for good (a crash never gets here)
         fail_task(claim, f"{type(exc).__name__}: {exc}")
@@ -110,4 +110,4 @@ def evaluate_checkpoint_flow(item: dict[str, Any], shard_size: int = 2000) -> di
 
 def _key(work: ledger.WorkItem) -> dict[str, Any]:
     return {"checkpoint": work.checkpoint_name, "checkpoint_digest": work.checkpoint_digest,
-            "dataset": work.dataset, "suite": f"{work.suite_name}@{work.suite_version}"}
+            "dataset": work.version.label, "suite": f"{work.suite_name}@{work.suite_version}"}

@@ -43,7 +43,7 @@ def main_job_flow(data_dir: str, report_dir: str | None = None, system_level: bo
     ingested = ingest_directory_flow(data_dir)
     summary: dict[str, Any] = {"datasets": [], "report": None}
     for result in ingested:
-        label = f"{result['name']}@{result['version']}"
+        label = result["label"]
         info = profile_task(label)
         entry: dict[str, Any] = {"dataset": label, "scored": [], "evaluated": [], "notes": []}
         if info["segments"]:

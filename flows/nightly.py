@@ -119,7 +119,7 @@ def _deployment_exists(name: str) -> bool:
 
 
 def _idempotency_key(item: dict[str, Any]) -> str:
-    return "assay-evaluate:{}:{}:{}:attempt{}".format(item["checkpoint_digest"][:24], item["dataset_digest"][:24],
+    return "assay-evaluate:{}:{}:{}:attempt{}".format(item["checkpoint_digest"][:24], item["version"]["digest"][:24],
                                                       item["suite_signature"][:24], item.get("attempts", 0) + 1)
 
 
@@ -146,7 +146,8 @@ def _dispatch(items: list[dict[str, Any]], shard_size: int) -> list[dict[str, An
                 if state is not None and state.is_final():
                     item = pending.pop(run_id)
                     outcomes.append({"flow_run_id": str(run_id), "state": state.name,
-                                     "checkpoint_digest": item["checkpoint_digest"], "dataset": item["dataset"]})
+                                     "checkpoint_digest": item["checkpoint_digest"],
+                                     "dataset": item["version"]["label"]})
     return outcomes
 
 

@@ -64,4 +64,4 @@ def subset(parent: str, name: str, *, groups: Sequence[str] | None = None, n_ite
         segments = segments.filter(pc.is_in(segments.column("item_id"), pa.array(items)))
     result = derive_version(parent, name, {"segments": segments},
                             {"kind": "test-subset", "groups": list(groups or []), "n_items": n_items})
-    return f"{result.name}@{result.number}"
+    return f"{result.version.name}@{result.version.number}"

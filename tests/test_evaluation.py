@@ -129,7 +129,7 @@ def test_data_versioned_rerun(tmp_path: Path) -> None:
     with seg.open("a") as handle:
         handle.writelines(f"fr-en newstest2099 zeta.106 {sid} -1.2\n" for sid in range(1, 7))
     v2 = ingest_path(root)
-    assert (v1.number, v2.number) == (1, 2) and v1.digest != v2.digest
+    assert (v1.version.number, v2.version.number) == (1, 2) and v1.version.digest != v2.version.digest
 
     second_score = score("wmt99@2", "sentbleu")
     assert second_score["computed"] == 6 and second_score["cached"] == 36  # only the new system's segments

@@ -38,7 +38,7 @@ def test_ingest_flow_runs_on_the_prefect_engine(prefect_engine: None) -> None:
     assert [r["name"] for r in results] == ["wmt99", "demo-captions"]
     assert all(r["created"] for r in results)
     again = ingest_flow([str(DEMO_WMT)])
-    assert again[0]["created"] is False and again[0]["digest"] == results[0]["digest"]
+    assert again[0]["created"] is False and again[0]["version_digest"] == results[0]["version_digest"]
 
     import anyio
 
@@ -69,25 +69,30 @@ def test_cli_ingest_list_show_sql(prefect_engine: None) -> None:
     result = runner.invoke(group, ["ingest", str(DEMO_WMT), "--json"])
     assert result.exit_code == 0, result.output
     ingested = json.loads(result.stdout)
-    assert ingested["name"] == "wmt99" and ingested["version"] == 1
+    assert (ingested["name"], ingested["version_number"], ingested["label"]) == ("wmt99", 1, "wmt99@1")
 
     result = runner.invoke(group, ["datasets", "list", "--json"])
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
     assert rows[0]["name"] == "wmt99"
-    assert {"name", "version", "digest", "segment_judgments", "system_judgments"} <= set(rows[0])
+    assert {"name", "version_number", "version_digest", "label", "segment_judgments", "system_judgments"} <= set(
+        rows[0])
     assert rows[0]["segment_judgments"] == 36 and rows[0]["system_judgments"] == 6
 
     result = runner.invoke(group, ["datasets", "show", "wmt99@1", "--json"])
     assert result.exit_code == 0, result.output
     shown = json.loads(result.stdout)
-    assert shown["digest"] == ingested["digest"]
+    assert shown["version_digest"] == ingested["version_digest"] and len(ingested["version_digest"]) == 64
+    assert [v["version_number"] for v in shown["versions"]] == [1]
     assert all(len(f["sha256"]) == 64 for f in shown["source_files"])
 
     query = 'SELECT "group", count(*) AS n FROM wmt99 GROUP BY 1 ORDER BY 1'
     result = runner.invoke(group, ["sql", query, "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == [{"group": "de-en", "n": 18}, {"group": "fr-en", "n": 18}]
+    result = runner.invoke(group, ["sql", "SELECT DISTINCT version_digest FROM wmt99", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == [{"version_digest": ingested["version_digest"][:12]}]
 
     result = runner.invoke(group, ["sql", "SELECT count(*) AS n FROM segments", "--json", "--dataset", "wmt99@1"])
     assert json.loads(result.stdout) == [{"n": 36}]
@@ -184,7 +189,8 @@ def test_cli_ingest_of_an_unchanged_source_starts_no_flow(monkeypatch: pytest.Mo
     result = CliRunner().invoke(cli(), ["ingest", str(DEMO_WMT), "--json"])
     assert result.exit_code == 0, result.output
     answer = json.loads(result.stdout)
-    assert answer["created"] is False and answer["parsed"] is False and answer["digest"] == first.digest
+    assert answer["created"] is False and answer["parsed"] is False
+    assert answer["version_digest"] == first.version.digest
     shown = CliRunner().invoke(cli(), ["ingest", str(DEMO_WMT)])
     assert "unchanged" in shown.stdout and "not parsed again" in shown.stdout
 

@@ -45,26 +45,26 @@ def test_bundled_fixtures_are_discovered_and_ingest() -> None:
     assert {p.name for p in paths} == {"demo-wmt", "demo-captions.tsv"}
     results = {p.name: ingest_path(p) for p in paths}
     wmt = results["demo-wmt"]
-    assert (wmt.name, wmt.number, wmt.created) == ("wmt99", 1, True)
+    assert (wmt.version.name, wmt.version.number, wmt.created) == ("wmt99", 1, True)
     # 2 language pairs x 3 systems x 6 segments, and 2 x 3 system-level judgments
     assert wmt.row_counts["segments"] == 36
     assert wmt.row_counts["systems"] == 6
     assert wmt.row_counts["outputs"] == 36
     captions = results["demo-captions.tsv"]
-    assert captions.name == "demo-captions"
+    assert captions.version.name == "demo-captions"
     assert captions.row_counts["segments"] == 6
 
 
 def test_store_holds_canonical_parquet_with_version_columns() -> None:
     result = ingest_path(DEMO_WMT)
     settings = load_settings()
-    folder = settings.home / "datasets" / "wmt99" / result.digest
+    folder = settings.home / "datasets" / "wmt99" / result.version.digest
     assert sorted(p.name for p in folder.iterdir()) == [
         "manifest.json", "outputs.parquet", "rankings.parquet", "segments.parquet", "systems.parquet",
     ]
     segments = pq.read_table(folder / "segments.parquet")
     assert set(segments.column("dataset").to_pylist()) == {"wmt99"}
-    assert set(segments.column("version").to_pylist()) == {result.digest[:12]}
+    assert set(segments.column("version_digest").to_pylist()) == {result.version.digest[:12]}
     row = next(r for r in segments.to_pylist()
                if (r["group"], r["system"], r["segment_id"]) == ("de-en", "beta.102", "4"))
     # read straight from the fixture files: line 4 of each
@@ -81,7 +81,7 @@ def test_reingest_identical_input_is_a_noop() -> None:
     before = store_snapshot()
     second = ingest_path(DEMO_WMT)
     assert not second.created
-    assert (second.name, second.number, second.digest) == (first.name, first.number, first.digest)
+    assert second.version == first.version
     assert store_snapshot() == before
 
 
@@ -94,10 +94,10 @@ def test_changed_input_creates_a_new_version_and_keeps_the_old(demo_copy: Path) 
     seg.write_text("\n".join(lines) + "\n")
 
     second = ingest_path(demo_copy)
-    assert second.created and second.number == 2 and second.digest != first.digest
+    assert second.created and second.version.number == 2 and second.version.digest != first.version.digest
     settings = load_settings()
-    old = pq.read_table(settings.home / "datasets" / "wmt99" / first.digest / "segments.parquet")
-    new = pq.read_table(settings.home / "datasets" / "wmt99" / second.digest / "segments.parquet")
+    old = pq.read_table(settings.home / "datasets" / "wmt99" / first.version.digest / "segments.parquet")
+    new = pq.read_table(settings.home / "datasets" / "wmt99" / second.version.digest / "segments.parquet")
     assert old.num_rows == new.num_rows
     assert 0.999 not in old.column("human_z").to_pylist()
     assert 0.999 in new.column("human_z").to_pylist()
@@ -165,17 +165,18 @@ def test_dataset_names_are_validated(name: str) -> None:
 
 
 def test_catalog_failure_removes_the_new_store_folder(monkeypatch: pytest.MonkeyPatch) -> None:
-    import assay.jobs.ingest
+    import assay.datasets.versions
 
     def fail(*_args: object, **_kwargs: object) -> None:
         raise AssayError("simulated catalog failure")
 
-    monkeypatch.setattr(assay.jobs.ingest, "record_version", fail)
+    before = store_snapshot()
+    monkeypatch.setattr(assay.datasets.versions, "record_version", fail)
     with pytest.raises(AssayError, match="simulated"):
         ingest_path(DEMO_WMT)
     settings = load_settings()
     leftovers = list((settings.home / "datasets").rglob("*.parquet")) if settings.datasets_dir.exists() else []
-    assert leftovers == []
+    assert leftovers == [] and store_snapshot()[1] == before[1]  # no parquet file, no catalog row
 
 
 def test_catalog_on_postgresql(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -186,7 +187,7 @@ def test_catalog_on_postgresql(postgres_url: str, monkeypatch: pytest.MonkeyPatc
     reset_engines()
     first = ingest_path(DEMO_WMT)
     again = ingest_path(DEMO_WMT)
-    assert first.created and not again.created and again.number == first.number
+    assert first.created and not again.created and again.version.number == first.version.number
     reset_engines()
 
 
@@ -215,8 +216,7 @@ def test_unchanged_source_is_a_noop_without_parsing(demo_copy: Path, monkeypatch
     _parse_must_not_run(monkeypatch)
     again = ingest_path(demo_copy)
     assert not again.created and not again.parsed and again.run_id is None
-    assert (again.name, again.number, again.digest, again.format) == (first.name, first.number, first.digest,
-                                                                      first.format)
+    assert (again.version, again.format) == (first.version, first.format)
     assert again.row_counts == first.row_counts and again.warnings == first.warnings
     assert find_unchanged(demo_copy) == again
     assert store_snapshot() == before
@@ -229,10 +229,10 @@ def test_the_ingest_run_is_recorded_once(demo_copy: Path) -> None:
     runs = _runs("ingest")
     assert [r.id for r in runs] == [first.run_id]
     run = runs[0]
-    assert run.status == "completed" and run.inputs["dataset_digest"] == first.digest
+    assert run.status == "completed" and run.inputs["dataset_digest"] == first.version.digest
     settings = load_settings()
     with session_scope(settings) as session:
-        version = session.scalars(select(DatasetVersion).where(DatasetVersion.digest == first.digest)).one()
+        version = session.scalars(select(DatasetVersion).where(DatasetVersion.digest == first.version.digest)).one()
         recorded = {f["path"]: f["sha256"] for f in version.source_files}
     assert {f["path"]: f["sha256"] for f in run.inputs["source_files"]} == recorded
 
@@ -255,7 +255,7 @@ def test_a_changed_source_is_parsed_again(demo_copy: Path, change: str) -> None:
     assert result.parsed
     assert result.created == (change in ("edit a file it read", "other name"))
     if change == "add a file":
-        assert result.digest == first.digest and result.number == first.number
+        assert result.version.digest == first.version.digest and result.version.number == first.version.number
         # identical content is a no-op, and a no-op records nothing: the next ingest parses again
         assert find_unchanged(demo_copy) is None
 
@@ -263,7 +263,7 @@ def test_a_changed_source_is_parsed_again(demo_copy: Path, change: str) -> None:
 def test_reparse_parses_an_unchanged_source(demo_copy: Path) -> None:
     first = ingest_path(demo_copy)
     again = ingest_path(demo_copy, reparse=True)
-    assert again.parsed and not again.created and again.digest == first.digest
+    assert again.parsed and not again.created and again.version.digest == first.version.digest
 
 
 def test_a_single_file_source_is_a_noop_too(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -271,4 +271,4 @@ def test_a_single_file_source_is_a_noop_too(monkeypatch: pytest.MonkeyPatch) -> 
     first = ingest_path(captions)
     _parse_must_not_run(monkeypatch)
     again = ingest_path(captions)
-    assert not again.parsed and again.number == first.number and again.digest == first.digest
+    assert not again.parsed and again.version == first.version

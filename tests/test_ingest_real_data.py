@@ -45,7 +45,7 @@ def test_every_shared_dataset_is_discovered(in_real_home: dict[str, IngestResult
 
 
 def test_shapes(in_real_home: dict[str, IngestResult]) -> None:
-    counts = {r.name: r.row_counts for r in in_real_home.values()}
+    counts = {r.version.name: r.row_counts for r in in_real_home.values()}
     # WMT17 to-English: 7 pairs x 560 segments; DA-syslevel.csv: 152 rows (wmt17-da/PROVENANCE.md)
     assert counts["wmt17"]["segments"] == 3920 and counts["wmt17"]["systems"] == 152
     # WMT18: 149 system-level rows, outputs for 7 to-English pairs, no segment-level file
@@ -88,4 +88,4 @@ def test_reingesting_everything_is_a_noop(in_real_home: dict[str, IngestResult],
         again = ingest_path(path)
         first = in_real_home[path.name]
         assert not again.created
-        assert (again.name, again.number, again.digest) == (first.name, first.number, first.digest)
+        assert again.version == first.version

@@ -103,9 +103,9 @@ def test_quality_drift_on_wmt17(shared_data: Path) -> None:
     by_label = {r["test_dataset"] for r in rows}
     assert {s.label for s in samples if s.split == "test"} == by_label
     again = draw_samples("wmt17", alphas=alphas, seed=7)
-    assert [s.digest for s in again] == [s.digest for s in samples]
+    assert [s.version.digest for s in again] == [s.version.digest for s in samples]
     other = draw_samples("wmt17", alphas=alphas, seed=8)
-    assert all(o.created and o.digest != s.digest for o, s in zip(other, samples, strict=True))
+    assert all(o.created and o.version.digest != s.version.digest for o, s in zip(other, samples, strict=True))
 
     # the drift: test ratings rise with alpha, train ratings fall; alpha 0 keeps whole pools
     test = {s.alpha: s for s in samples if s.split == "test"}

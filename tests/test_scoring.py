@@ -99,7 +99,7 @@ def test_new_system_in_a_new_version_scores_only_its_segments(tmp_path: Path) ->
         for sid in range(1, 7):
             handle.write(f"de-en newstest2099 delta.104 {sid} 0.0\n")
     version = ingest_path(root)
-    assert version.number == 2
+    assert version.version.number == 2
     summary = run_scoring("wmt99@2", "sentbleu")
     assert summary["rows"] == 42 and summary["cached"] == 36 and summary["computed"] == 6
     # both versions stay exportable

@@ -116,7 +116,7 @@ def test_recipe_synthesizes_pretrains_and_finetunes_without_touching_the_evaluat
     synth = json.loads(_ok(runner, ["synth", "--pairs", "200", "--json"]))
     assert synth["rows"] == 200 and synth["label"] == "synth-wmt16-wmt18@1"
     again = json.loads(_ok(runner, ["synth", "--pairs", "200", "--json"]))
-    assert not again["created"] and again["digest"] == synth["digest"]
+    assert not again["created"] and again["version_digest"] == synth["version_digest"]
 
     out = json.loads(_ok(runner, [
         "train", "--recipe", "bleurt", "--synthetic", synth["label"], "--init", str(tiny_minilm_vocab_encoder),

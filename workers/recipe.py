@@ -71,7 +71,7 @@ def run_recipe(recipe: BleurtRecipe, stages: Stages, *, log: Callable[[str], Non
         if synthetic is None:
             spec = recipe.synthesis_spec()
             made = timed("synthesize", lambda: stages.synthesize(spec.as_dict(), f"{recipe.name}-synth"))
-            synthetic = f"{made['name']}@{made['version']}"
+            synthetic = made["label"]
         pre = timed("pretrain", lambda: stages.train(StageRequest(
             "pretrain", (synthetic,), init, recipe.stage_config("pretrain"), _checkpoint_name(recipe, "pretrain"),
             exclude=exclude, signals=tuple(recipe.signals))))

@@ -162,7 +162,7 @@ def training_jobs(experiment: rb.Experiment, samples: Sequence[dict[str, Any]]) 
         for aspect in aspects:
             for variant in experiment.variants:
                 jobs.append({"variant": variant.as_dict(), "point": point, "aspect": aspect,
-                             "train": {"label": sample["label"], "digest": sample["digest"]},
+                             "train": {"label": sample["label"], "digest": sample["version"]["digest"]},
                              "name_part": text if experiment.kind == "drift" else f"{text}-{aspect}"})
     return jobs
 
@@ -222,7 +222,7 @@ def evaluation_points(experiment: rb.Experiment, samples: Sequence[dict[str, Any
         if experiment.kind == "webnlg" and point["share"] == 0:
             learned = [_init_checkpoint(settings, v, point) for v in experiment.variants if v.is_checkpoint]
         columns = {**point, "share_actual": sample.get("share_actual"), "test_dataset": sample["label"],
-                   "test_digest": sample["digest"]}
+                   "test_digest": sample["version"]["digest"]}
         points.append({"point": columns, "learned": learned})
     return points
 

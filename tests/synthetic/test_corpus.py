@@ -49,7 +49,7 @@ def test_wmt16_and_wmt18_without_wmt17(wmt_home: Path) -> None:
     assert counts["outputs"]["rows"] == 212_617 + 3_360
     assert counts["removed_excluded"] > 0  # sentences WMT17 shares with them ("Thank you.")
     assert [s.label for s in corpus.sources] == ["wmt16@1", "wmt18@1"]
-    assert all(len(s.digest) == 64 for s in corpus.sources)
+    assert all(len(s.version.digest) == 64 for s in corpus.sources)
     lengths = np.array([s.count(" ") + 1 for s in corpus.sentences])
     assert lengths.min() >= 3 and lengths.max() <= 64
     assert len(set(corpus.sentences)) == len(corpus)

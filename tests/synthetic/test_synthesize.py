@@ -103,7 +103,7 @@ def test_store_load_and_lineage(wmt_home: Path) -> None:
     assert [p["signature"].split("|")[0] for p in lineage["perturbations"]] == ["mask_filling", "system_outputs",
                                                                                  "word_dropping"]
     assert lineage["counts"]["pairs"] == N and lineage["counts"]["corpus"]["references"]["unique"] == 14_971
-    assert len(runs) == 1 and runs[0].inputs["dataset_digest"] == version.digest
+    assert len(runs) == 1 and runs[0].inputs["dataset_digest"] == version.version.digest
     manifest = json.loads((settings.home / store_path / "manifest.json").read_text())
     assert manifest["format"] == "synthetic" and manifest["derivation"] == lineage
     assert pq.read_table(settings.home / store_path / "segments.parquet").num_rows == 0  # readers see no judgments
@@ -111,14 +111,14 @@ def test_store_load_and_lineage(wmt_home: Path) -> None:
     # the same spec again: answered from the catalog; synthesized anew: identical content, a no-op
     assert store_synthetic(spec) == dataclasses.replace(version, created=False, run_id=None)
     again = store_synthetic(spec, reuse=False)
-    assert (again.number, again.digest, again.created) == (1, version.digest, False)
+    assert (again.version.number, again.version.digest, again.created) == (1, version.version.digest, False)
 
     # γ is content: the same pairs under other weights are another version
     description = description_of(pairs)
     description["signals"][0]["weight"] = 1.0
     reweighted = pairs.replace_schema_metadata({b"assay.synthetic": json.dumps(description).encode()})
     other = store_pairs(reweighted, "synth-wmt16-wmt18")
-    assert other.created and other.number == 2 and signal_weights(settings, other.label)["bleu"] == 1.0
+    assert other.created and other.version.number == 2 and signal_weights(settings, other.label)["bleu"] == 1.0
 
 
 def test_same_seed_same_pairs_other_seed_other_pairs(wmt_home: Path) -> None:

@@ -70,7 +70,7 @@ def team(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Iterato
         })
         run_assay(env, "db", "upgrade")
         ingested = json.loads(run_assay(env, "ingest", str(shared_data / "wmt16-da-seg"), "--json").stdout)
-        dataset = f"{ingested['name']}@{ingested['version']}"
+        dataset = ingested["label"]
         run_assay(env, "suite", "define", "nightly", "--entry", f"{dataset}:seg:kendall,pearson")
         deployed = json.loads(run_assay(env, "deploy", "--zombie-after", str(ZOMBIE_AFTER_S), "--debounce", "30",
                                         "--settle", "2", "--json").stdout)

@@ -70,7 +70,7 @@ def _status(settings: Settings, ledger_id: int) -> tuple[str, int]:
 
 def test_pending_claim_complete_fail(catalog: Settings, nightly: Suite) -> None:
     items = pending_items(catalog, nightly)
-    assert [(i.checkpoint_name, i.dataset) for i in items] == [
+    assert [(i.checkpoint_name, i.version.label) for i in items] == [
         ("ckpt-a", "wmt16@1"), ("ckpt-a", "wmt16-de@1"), ("ckpt-b", "wmt16@1"), ("ckpt-b", "wmt16-de@1")]
     assert {i.suite_signature for i in items} == {nightly.signature}
     first, second = items[0], items[1]
@@ -182,7 +182,8 @@ def test_work_items_and_claims_travel_as_json(catalog: Settings, nightly: Suite)
     # extra fields (a planner's annotations) are ignored
     assert WorkItem.from_dict({**item.as_dict(), "attempts": 2}) == item
     # an item naming a dataset version that is not in the catalog is an error, not "someone has it"
-    stray = WorkItem.from_dict({**item.as_dict(), "dataset_version_id": 999_999, "dataset_digest": "f" * 64})
+    stray_version = {**item.version.as_dict(), "digest": "f" * 64}
+    stray = WorkItem.from_dict({**item.as_dict(), "version_id": 999_999, "version": stray_version})
     with pytest.raises(UsageError, match="names a dataset version or suite that is not in this catalog"):
         claim(catalog, stray, flow_run_id=None)
 

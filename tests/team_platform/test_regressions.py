@@ -182,8 +182,8 @@ def test_a_clearly_worse_checkpoint_is_a_regression_against_the_best(state: dict
     settings = load_settings()
     with session_scope(settings) as session:
         version = resolve(session, state["dataset"])
-        entry = SuiteEntry(dataset=state["dataset"], dataset_digest=version.digest, dataset_version_id=version.id,
-                           levels=("seg",), statistics=("pearson", "kendall"), groups=None)
+        entry = SuiteEntry(version=version.ref, version_id=version.id, levels=("seg",),
+                           statistics=("pearson", "kendall"), groups=None)
     again = compare_with_best(settings, checkpoint_digest=state["digests"]["flipped"],
                               suite_signature=state["suite_signature"], entries=[entry], n_resamples=RESAMPLES)
     assert again == state["nights"]["flipped"]["findings"]

@@ -79,9 +79,9 @@ def test_definition_is_canonical_idempotent_and_versioned(catalog: Settings, wmt
     from tests.robustness_support import subset
 
     assert subset("wmt16", "wmt16", groups=["de-en", "cs-en"]) == "wmt16@2"
-    assert get_suite(catalog, "nightly").entries[0].dataset == "wmt16@1"
+    assert get_suite(catalog, "nightly").entries[0].version.label == "wmt16@1"
     second, created = define_suite(catalog, "nightly", [SEG_ENTRY])
-    assert created and second.version == 2 and second.entries[0].dataset == "wmt16@2"
+    assert created and second.version == 2 and second.entries[0].version.label == "wmt16@2"
     assert second.signature != suite.signature
     assert get_suite(catalog, "nightly").version == 2
     assert get_suite(catalog, "nightly@1").signature == suite.signature
@@ -105,7 +105,7 @@ def test_levels_statistics_and_groups_are_what_evaluate_accepts(shared_data: Pat
         {"dataset": "wmt16@1", "levels": "seg"},
     ])
     wmt16, wmt17 = suite.entries  # sorted by dataset name
-    assert wmt17.dataset == "wmt17@1" and wmt17.levels == ("seg", "sys")
+    assert wmt17.version.label == "wmt17@1" and wmt17.levels == ("seg", "sys")
     assert wmt17.statistics_for("seg") == ("pearson", "acc_t")
     assert wmt17.statistics_for("sys") == ("pearson", "pairwise_accuracy")
     assert wmt16.statistics == ("pearson", "kendall") and wmt16.groups is None and wmt16.exclude_groups == ()

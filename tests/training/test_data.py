@@ -31,7 +31,8 @@ RATING = [Objective("rating", "human")]
 def test_wmt16_segments_become_a_training_table(shared_data: Path) -> None:
     result = ingest_path(shared_data / "wmt16-da-seg")
     settings = load_settings()
-    segments = store.read_table(settings, store.relative_version_path(result.name, result.digest), "segments")
+    version = result.version
+    segments = store.read_table(settings, store.relative_version_path(version.name, version.digest), "segments")
     to_english = sorted(g for g in set(segments.column("group").to_pylist()) if g.endswith("-en"))
     assert to_english == ["cs-en", "de-en", "fi-en", "ro-en", "ru-en", "tr-en"]
 

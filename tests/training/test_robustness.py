@@ -126,9 +126,9 @@ def test_webnlg_splits_are_disjoint_nested_and_deterministic(shared_data: Path) 
             assert len(derivation["train_systems"]) == 5 and "webnlg" not in derivation["train_systems"]
         # determinism: the same seed stores nothing new; another seed splits otherwise
         again = rb.draw_splits("webnlg2017", by=by, shares=shares, seed=7, settings=settings)
-        assert [(s.digest, s.created) for s in again] == [(s.digest, False) for s in samples]
+        assert [(s.version.digest, s.created) for s in again] == [(s.version.digest, False) for s in samples]
         other = rb.draw_splits("webnlg2017", by=by, shares=[0.5], seed=8, settings=settings)
-        assert other[0].digest != samples[-2].digest
+        assert other[0].version.digest != samples[-2].version.digest
     with pytest.raises(UsageError, match="no system"):
         rb.draw_splits("webnlg2017", by="system", shares=[0.05], seed=7, settings=settings)
     with pytest.raises(UsageError, match="none to test"):

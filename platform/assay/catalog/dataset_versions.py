@@ -33,18 +33,18 @@ def resolve(session: Session, ref: DatasetRef | str) -> DatasetVersion:
     versions = dataset.versions
     if not versions:
         raise NotFoundError(f"dataset {ref.name!r} has no versions")
-    if ref.version is None:
-        return versions[-1]
-    if ref.version.isdigit() and len(ref.version) < 6:
+    if ref.version_number is not None:
         for version in versions:
-            if version.number == int(ref.version):
+            if version.number == ref.version_number:
                 return version
-    else:
-        matches = [v for v in versions if v.digest.startswith(ref.version.lower())]
+    elif ref.version_digest is not None:
+        matches = [v for v in versions if v.digest.startswith(ref.version_digest)]
         if len(matches) == 1:
             return matches[0]
         if len(matches) > 1:
             raise NotFoundError(f"{ref}: the digest prefix matches {len(matches)} versions; give more digits")
+    else:
+        return versions[-1]
     listed = ", ".join(f"{v.number} ({v.digest[:12]})" for v in versions)
     raise NotFoundError(f"{ref}: no such version of {ref.name!r} (versions: {listed})")
 

@@ -25,6 +25,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from assay.datasets.names import VersionRef
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
@@ -87,6 +89,11 @@ class DatasetVersion(Base):
     @property
     def label(self) -> str:
         return f"{self.dataset.name}@{self.number}"
+
+    @property
+    def ref(self) -> VersionRef:
+        """This version as a :class:`VersionRef` (needs ``dataset`` loaded)."""
+        return VersionRef(self.dataset.name, self.number, self.digest)
 
 
 class System(Base):

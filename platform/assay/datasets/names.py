@@ -1,9 +1,12 @@
-"""Dataset names and ``NAME[@VERSION]`` references."""
+"""Dataset names, the ``NAME[@VERSION]`` references users write, and :class:`VersionRef`, the
+reference to one stored version."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from assay import slugs
 from assay.errors import UsageError
@@ -30,19 +33,78 @@ def slug(text: str) -> str:
     return validate_name(slugs.slug(text, keep="._-", max_length=64, default="dataset"))
 
 
+#: a version given after ``@`` with fewer digits than this and only digits is a number, otherwise a digest prefix
+_NUMBER_DIGITS = 6
+
+
 @dataclass(frozen=True)
 class DatasetRef:
-    """``wmt17`` (latest version), ``wmt17@2`` (version number) or ``wmt17@3f2a9c`` (digest prefix)."""
+    """What a user writes to name a dataset version, before the catalog resolves it:
+    ``wmt17`` (the latest version), ``wmt17@2`` (``version_number`` 2) or ``wmt17@3f2a9c``
+    (``version_digest``: a prefix of the content digest, lower-case hex)."""
 
     name: str
-    version: str | None = None
+    version_number: int | None = None
+    version_digest: str | None = None
 
     @classmethod
     def parse(cls, text: str) -> DatasetRef:
-        name, _, version = text.partition("@")
-        if _ and not version:
+        """``NAME``, ``NAME@NUMBER`` (up to five digits) or ``NAME@DIGEST`` (a digest prefix)."""
+        name, at, version = text.partition("@")
+        if at and not version:
             raise UsageError(f"{text!r}: nothing after '@' (expected NAME@NUMBER or NAME@DIGEST)")
-        return cls(validate_name(name), version or None)
+        validate_name(name)
+        if not version:
+            return cls(name)
+        if version.isdigit() and len(version) < _NUMBER_DIGITS:
+            return cls(name, version_number=int(version))
+        return cls(name, version_digest=version.lower())
 
     def __str__(self) -> str:
-        return self.name if self.version is None else f"{self.name}@{self.version}"
+        if self.version_number is not None:
+            return f"{self.name}@{self.version_number}"
+        return self.name if self.version_digest is None else f"{self.name}@{self.version_digest}"
+
+
+@dataclass(frozen=True, order=True)
+class VersionRef:
+    """One stored dataset version: its dataset ``name``, its ``number`` (1, 2, ... per dataset, in
+    the order the versions were stored) and its content ``digest`` (sha256 hex of the canonical
+    tables, :func:`assay.provenance.table_digest`). The one way a resolved version is named in plans,
+    ledger items, suites, samples and synthetic versions; ``label`` (``name@N``) is how people read it."""
+
+    name: str
+    number: int
+    digest: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}@{self.number}"
+
+    @property
+    def pinned(self) -> str:
+        """``name@DIGEST``: a :class:`DatasetRef` that resolves to exactly this content."""
+        return f"{self.name}@{self.digest}"
+
+    def __str__(self) -> str:
+        return self.label
+
+    @classmethod
+    def parse(cls, label: str, digest: str) -> VersionRef:
+        """The version ``label`` (``name@N``) names, whose content ``digest`` is known (stored beside
+        the label, as suites and ledger items store it). A bare name or ``name@DIGEST`` names no
+        number: that is a :class:`DatasetRef` for the catalog to resolve, and is refused here."""
+        ref = DatasetRef.parse(label)
+        if ref.version_number is None:
+            raise UsageError(f"{label!r} is not a version label NAME@NUMBER (resolve NAME or NAME@DIGEST in the "
+                             "catalog first)")
+        return cls(ref.name, ref.version_number, digest)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON (for flow parameters): ``{"name", "number", "digest", "label"}`` (``label`` for
+        readers of the JSON; :meth:`from_dict` reads the other three)."""
+        return {"name": self.name, "number": self.number, "digest": self.digest, "label": self.label}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> VersionRef:
+        return cls(str(data["name"]), int(data["number"]), str(data["digest"]))

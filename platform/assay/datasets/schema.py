@@ -16,7 +16,10 @@ Every ingested dataset version is stored as these Parquet tables (see ``docs/STO
     Relative-ranking pairs (WMT DARR ``RR-seglevel.csv``): for a segment, one system's output was
     judged better than another's.
 
-The columns ``dataset`` and ``version`` are filled in by the store; parsers leave them out.
+The columns ``dataset`` and ``version_digest`` (the first 12 hex digits of the version's digest)
+are filled in by the store; parsers leave them out. Versions written before the column was renamed
+call it ``version``; :data:`LEGACY_STORE_COLUMNS` maps the old names to the new, and the store
+renames them when it reads (:func:`assay.datasets.store.read_table`).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ TEXT_LIST = pa.list_(pa.string())
 SEGMENTS = pa.schema(
     [
         pa.field("dataset", pa.string(), nullable=False),
-        pa.field("version", pa.string(), nullable=False),
+        pa.field("version_digest", pa.string(), nullable=False),
         # language pair ("de-en") or task ("summarization", "webnlg-seen")
         pa.field("group", pa.string(), nullable=False),
         pa.field("aspect", pa.string(), nullable=False),
@@ -52,7 +55,7 @@ SEGMENTS = pa.schema(
 SYSTEMS = pa.schema(
     [
         pa.field("dataset", pa.string(), nullable=False),
-        pa.field("version", pa.string(), nullable=False),
+        pa.field("version_digest", pa.string(), nullable=False),
         pa.field("group", pa.string(), nullable=False),
         pa.field("aspect", pa.string(), nullable=False),
         pa.field("system", pa.string(), nullable=False),
@@ -69,7 +72,7 @@ SYSTEMS = pa.schema(
 OUTPUTS = pa.schema(
     [
         pa.field("dataset", pa.string(), nullable=False),
-        pa.field("version", pa.string(), nullable=False),
+        pa.field("version_digest", pa.string(), nullable=False),
         pa.field("group", pa.string(), nullable=False),
         pa.field("segment_id", pa.string(), nullable=False),
         pa.field("system", pa.string(), nullable=False),
@@ -82,7 +85,7 @@ OUTPUTS = pa.schema(
 RANKINGS = pa.schema(
     [
         pa.field("dataset", pa.string(), nullable=False),
-        pa.field("version", pa.string(), nullable=False),
+        pa.field("version_digest", pa.string(), nullable=False),
         pa.field("group", pa.string(), nullable=False),
         pa.field("segment_id", pa.string(), nullable=False),
         pa.field("better_system", pa.string(), nullable=False),
@@ -98,7 +101,9 @@ TABLES: dict[str, pa.Schema] = {
 }
 
 #: Columns the store adds; parsers produce every other column.
-STORE_COLUMNS = ("dataset", "version")
+STORE_COLUMNS = ("dataset", "version_digest")
+#: store columns under the names versions written earlier have them: old name -> current name
+LEGACY_STORE_COLUMNS = {"version": "version_digest"}
 
 
 def parser_schema(table: str) -> pa.Schema:

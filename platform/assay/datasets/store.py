@@ -26,8 +26,9 @@ import pyarrow.parquet as pq
 
 from assay.atomic import atomic_path
 from assay.config import Settings
-from assay.datasets.schema import TABLES
+from assay.datasets.schema import LEGACY_STORE_COLUMNS, TABLES
 from assay.errors import CatalogError, NotFoundError
+from assay.provenance import short
 
 MANIFEST = "manifest.json"
 #: tables a version may hold besides the canonical ones, whose schema is their producer's:
@@ -39,10 +40,11 @@ def relative_version_path(name: str, digest: str) -> str:
     return f"datasets/{name}/{digest}"
 
 
-def with_store_columns(table: pa.Table, table_name: str, dataset: str, version: str) -> pa.Table:
-    """Prefix the parser's table with the ``dataset`` and ``version`` columns."""
+def with_store_columns(table: pa.Table, table_name: str, dataset: str, digest: str) -> pa.Table:
+    """Prefix the parser's table with the ``dataset`` and ``version_digest`` columns (the latter the
+    first 12 hex digits of ``digest``)."""
     n = table.num_rows
-    full = table.add_column(0, "version", pa.array([version] * n, pa.string()))
+    full = table.add_column(0, "version_digest", pa.array([short(digest)] * n, pa.string()))
     full = full.add_column(0, "dataset", pa.array([dataset] * n, pa.string()))
     return full.cast(TABLES[table_name])
 
@@ -98,7 +100,24 @@ def table_path(settings: Settings, store_path: str, table: str) -> Path:
 
 
 def read_table(settings: Settings, store_path: str, table: str) -> pa.Table:
-    return pq.read_table(table_path(settings, store_path, table))
+    """A table of a stored version, its store columns under their current names (see
+    :func:`legacy_renames`)."""
+    read = pq.read_table(table_path(settings, store_path, table))
+    renames = _renames(read.schema)
+    return read.rename_columns([renames.get(c, c) for c in read.column_names]) if renames else read
+
+
+def legacy_renames(path: Path) -> dict[str, str]:
+    """The store columns a table file has under an earlier name (old -> current); empty for a file
+    written in the current layout. Read-time upgrade: stored versions are immutable and may sit in a
+    shared, read-only store, so they are never rewritten; their readers rename instead (the
+    content digest covers the parser's columns only, so it is the same under either name)."""
+    return _renames(pq.read_schema(path))
+
+
+def _renames(schema: pa.Schema) -> dict[str, str]:
+    names = set(schema.names)
+    return {old: new for old, new in LEGACY_STORE_COLUMNS.items() if old in names and new not in names}
 
 
 def _fsync_dir(path: Path) -> None:

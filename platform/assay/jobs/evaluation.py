@@ -92,8 +92,8 @@ __all__ = [
     "SEG_STATS",
     "SYS_STATS",
     "ScoredMetric",
-    "digest_of",
     "evaluate",
+    "item_set_digest",
     "score_lookup",
     "scored_signatures",
     "wanted_signatures",
@@ -116,8 +116,9 @@ PairKey = tuple[str, str, str, str, str]
 
 # --- what is evaluated: stored signatures ---------------------------------------------------------
 
-def digest_of(values: Sequence[str]) -> str:
-    """The item set of a correlation: a digest of what it was computed on, order-free."""
+def item_set_digest(values: Sequence[str]) -> str:
+    """The ``item_set`` of a correlation, a digest of the items it was computed on: the first 16 hex
+    digits of sha256 over the sorted values (order-free)."""
     return hashlib.sha256("\n".join(sorted(values)).encode()).hexdigest()[:16]
 
 
@@ -390,7 +391,7 @@ def _group_means(cells: list[_Cell]) -> list[_Cell]:
         means.append(_Cell(
             "all", aspect, statistic, group_cells[0].scored, float(np.mean([v for v in values if v is not None])),
             np.mean(np.vstack([c.replicates for c in group_cells]), axis=0), sum(c.n for c in group_cells),
-            sum(c.n_excluded for c in group_cells), digest_of([c.item_set for c in group_cells])))
+            sum(c.n_excluded for c in group_cells), item_set_digest([c.item_set for c in group_cells])))
     return means
 
 
@@ -442,7 +443,7 @@ def _segment_cells(settings: Settings, store_path: str, candidates: list[ScoredM
         for (group, aspect), index in sorted(groups.items()):
             idx = np.array(index)
             ok = idx[~np.isnan(human[idx]) & ~np.isnan(scores[idx])]
-            item_set = digest_of([keys[i] for i in ok])
+            item_set = item_set_digest([keys[i] for i in ok])
             h, m = human[ok], scores[ok]
             pairs = ResampledPairs(h, m, resamples.counts(f"seg/{group}/{aspect}", len(ok)))
             for statistic in correlated:
@@ -484,7 +485,7 @@ def _darr_cells(settings: Settings, store_path: str, candidates: list[ScoredMetr
             replicates = resampled_pair_share(b, w, resamples.indices(f"darr/{group}", len(b)),
                                               ties_are_discordant=metric_ties == "discordant")
             cells.append(_Cell(group, "darr", "kendall_like", scored, result.value, replicates, len(b), 0,
-                              digest_of([f"{x}>{y}" for g, x, y in pairs_found if g == group and x and y])))
+                              item_set_digest([f"{x}>{y}" for g, x, y in pairs_found if g == group and x and y])))
     return cells
 
 
@@ -536,7 +537,7 @@ def _system_cells(settings: Settings, store_path: str, candidates: list[ScoredMe
                 matrix = np.array([[lookup[k][0] for k in row] for row in keys], dtype=np.float64)
                 metric_sys = system_scores(matrix)
                 resampled = resampled_system_scores(matrix, counts)  # replicates x systems
-            item_set = digest_of([r["system"] for r, _ in rows] + [f"items:{len(items)}"])
+            item_set = item_set_digest([r["system"] for r, _ in rows] + [f"items:{len(items)}"])
             names = [r["system"] for r, _ in rows]
             for statistic in statistics:
                 with warnings.catch_warnings():

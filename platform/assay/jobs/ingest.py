@@ -1,9 +1,10 @@
 """Ingesting a human-judgment release: parse, digest, store once, record in the catalog.
 
 The order matters for the "nothing is written on error" guarantee: the input is parsed and
-validated completely in memory first (any defect raises :class:`InputError`), then the version
-folder is written atomically, then the catalog rows are inserted in one transaction. If the
-catalog write fails, the folder this call created is removed again.
+validated completely in memory first (any defect raises :class:`InputError`), then
+:func:`assay.datasets.versions.store_version` writes the version folder atomically and inserts the
+catalog rows in one transaction; if the catalog write fails, the folder this call created is
+removed again.
 
 Re-ingesting an unchanged source is a no-op twice over. Before parsing, :func:`find_unchanged`
 compares the source with what the existing versions recorded when they were parsed: the files the
@@ -34,16 +35,17 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import selectinload
 
-from assay.catalog.dataset_versions import find_version_by_digest, record_version
+from assay.catalog.dataset_versions import find_version_by_digest
 from assay.catalog.engine import session_scope
 from assay.catalog.models import DatasetVersion
 from assay.config import Settings, load_settings
 from assay.datasets import formats, store
-from assay.datasets.names import slug, validate_name
+from assay.datasets.names import VersionRef, slug, validate_name
 from assay.datasets.parsed import ParsedDataset, SourceFile
+from assay.datasets.versions import store_version
 from assay.errors import InputError
 from assay.jobs.runs import RunRecorder
-from assay.provenance import code_version, short, table_digest
+from assay.provenance import code_version, table_digest
 
 #: the key of ``DatasetVersion.info`` (and of the manifest) that holds :func:`source_key`
 SOURCE_KEY = "ingest"
@@ -51,9 +53,7 @@ SOURCE_KEY = "ingest"
 
 @dataclass(frozen=True)
 class IngestResult:
-    name: str
-    number: int
-    digest: str
+    version: VersionRef
     format: str
     created: bool
     """False when identical content was already stored (the re-ingest was a no-op)."""
@@ -66,13 +66,16 @@ class IngestResult:
 
     @property
     def label(self) -> str:
-        return f"{self.name}@{self.number}"
+        return self.version.label
 
     def as_dict(self) -> dict[str, Any]:
+        """Plain JSON (``assay ingest --json``): the version as ``name``, ``version_number``,
+        ``version_digest`` (sha256 hex) and ``label`` (``name@N``), then the ingest's own fields."""
         return {
-            "name": self.name,
-            "version": self.number,
-            "digest": self.digest,
+            "name": self.version.name,
+            "version_number": self.version.number,
+            "version_digest": self.version.digest,
+            "label": self.version.label,
             "format": self.format,
             "created": self.created,
             "row_counts": self.row_counts,
@@ -157,7 +160,7 @@ def find_unchanged(
         validate_name(name)
     with session_scope(settings) as session:
         candidates = [
-            (IngestResult(v.dataset.name, v.number, v.digest, v.format, False, dict(v.row_counts), list(v.warnings),
+            (IngestResult(v.ref, v.format, False, dict(v.row_counts), list(v.warnings),
                           parsed=False), list(v.source_files), (v.info or {}).get(SOURCE_KEY))
             for v in session.scalars(
                 select(DatasetVersion).where(DatasetVersion.source_path == str(path))
@@ -207,12 +210,11 @@ def ingest_path(
     with session_scope(settings) as session:
         existing = find_version_by_digest(session, name, digest)
         if existing is not None:
-            return IngestResult(name, existing.number, digest, parsed.format, False, row_counts,
+            return IngestResult(VersionRef(name, existing.number, digest), parsed.format, False, row_counts,
                                 list(existing.warnings))
 
-    version_label = short(digest)
     tables = {
-        table_name: store.with_store_columns(table, table_name, name, version_label)
+        table_name: store.with_store_columns(table, table_name, name, digest)
         for table_name, table in parsed.tables.items()
     }
     source_files = [vars(f) for f in parsed.source_files]
@@ -228,39 +230,22 @@ def ingest_path(
         SOURCE_KEY: key,
         "code_version": code_version(),
     }
-    rel, created = store.write_version(settings, name, digest, tables, manifest)
-    try:
-        with session_scope(settings) as session:
-            version = record_version(
-                session,
-                name=name,
-                digest=digest,
-                format=parsed.format,
-                store_path=rel,
-                source_path=str(path),
-                source_files=source_files,
-                row_counts=row_counts,
-                warnings=list(parsed.warnings),
-                info={**parsed.metadata, SOURCE_KEY: key},
-                code_version=code_version(),
-                tables=tables,
-            )
-            number = version.number
-    except BaseException:
-        if created:
-            store.remove_version(settings, rel)
-        raise
+    version = store_version(
+        settings, name=name, digest=digest, tables=tables, manifest=manifest,
+        format=parsed.format, source_path=str(path), source_files=source_files, row_counts=row_counts,
+        warnings=list(parsed.warnings), info={**parsed.metadata, SOURCE_KEY: key}, code_version=code_version(),
+    )
     recorder = RunRecorder(
         settings, "ingest",
         inputs={"source_path": str(path), "source_files": [{"path": f["path"], "sha256": f["sha256"]}
                                                            for f in source_files],
-                "dataset": name, "version": number, "dataset_digest": digest},
+                "dataset": name, "version": version.number, "dataset_digest": digest},
         parameters={"format": parsed.format, "name": given_name, "options": all_options, "reparse": reparse},
         started=started,
     )
-    recorder.record({"dataset": f"{name}@{number}", "digest": digest, "row_counts": row_counts,
+    recorder.record({"dataset": version.label, "digest": digest, "row_counts": row_counts,
                      "warnings": len(parsed.warnings)})
-    return IngestResult(name, number, digest, parsed.format, True, row_counts, list(parsed.warnings),
+    return IngestResult(version, parsed.format, True, row_counts, list(parsed.warnings),
                         run_id=recorder.run_id)
 
 
@@ -307,7 +292,7 @@ def derive_version(
     """Store tables derived from an existing version (a sample, a filtered copy) as a version of
     dataset ``name``, with its lineage (parent version and how it was derived) in the catalog.
 
-    ``tables`` hold canonical rows (the store columns ``dataset``/``version`` are replaced);
+    ``tables`` hold canonical rows (the store columns ``dataset``/``version_digest`` are replaced);
     identical derived content is a no-op, as for ingestion.
     """
     from assay.catalog.dataset_versions import resolve
@@ -328,28 +313,18 @@ def derive_version(
     row_counts = {k: v.num_rows for k, v in canonical.items()}
     with session_scope(settings) as session:
         parent_version = resolve(session, parent)
-        parent_label, parent_digest = parent_version.label, parent_version.digest
         existing = find_version_by_digest(session, name, digest)
         if existing is not None:
-            return IngestResult(name, existing.number, digest, "derived", False, row_counts, [])
-    lineage = {"parent": parent_label, "parent_digest": parent_digest, **derivation}
-    stored = {t: store.with_store_columns(tb, t, name, short(digest)) for t, tb in canonical.items()}
+            return IngestResult(VersionRef(name, existing.number, digest), "derived", False, row_counts, [])
+        parent_ref, parent_info = parent_version.ref, dict(parent_version.info)
+    lineage = {"parent": parent_ref.label, "parent_digest": parent_ref.digest, **derivation}
+    stored = {t: store.with_store_columns(tb, t, name, digest) for t, tb in canonical.items()}
     manifest = {"dataset": name, "digest": digest, "format": "derived", "derivation": lineage,
                 "row_counts": row_counts, "code_version": code_version()}
-    rel, created = store.write_version(settings, name, digest, stored, manifest)
-    try:
-        with session_scope(settings) as session:
-            parent_version = resolve(session, parent)
-            version = record_version(
-                session, name=name, digest=digest, format="derived", store_path=rel,
-                source_path=f"derived from {parent_label}", source_files=[], row_counts=row_counts,
-                warnings=[], info={"derivation": lineage, **{k: v for k, v in parent_version.info.items()
-                                                             if k in ("year", "testset")}},
-                code_version=code_version(), tables=stored, parent=parent_version, derivation=lineage,
-            )
-            number = version.number
-    except BaseException:
-        if created:
-            store.remove_version(settings, rel)
-        raise
-    return IngestResult(name, number, digest, "derived", True, row_counts, [])
+    version = store_version(
+        settings, name=name, digest=digest, tables=stored, manifest=manifest, parent=parent_ref, format="derived",
+        source_path=f"derived from {parent_ref.label}", source_files=[], row_counts=row_counts, warnings=[],
+        info={"derivation": lineage, **{k: v for k, v in parent_info.items() if k in ("year", "testset")}},
+        code_version=code_version(), derivation=lineage,
+    )
+    return IngestResult(version, "derived", True, row_counts, [])

@@ -57,6 +57,7 @@ from assay.catalog.engine import session_scope
 from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED, Settings, load_settings
 from assay.datasets import store
 from assay.datasets.human import human_array
+from assay.datasets.names import VersionRef
 from assay.errors import UsageError
 from assay.jobs.evaluation import SEG_STATS, evaluate
 from assay.jobs.ingest import derive_version
@@ -77,9 +78,7 @@ class DriftSample:
 
     alpha: float
     split: str
-    name: str
-    number: int
-    digest: str
+    version: VersionRef
     created: bool
     rows: int
     pool_rows: int
@@ -87,14 +86,16 @@ class DriftSample:
 
     @property
     def label(self) -> str:
-        return f"{self.name}@{self.number}"
+        return self.version.label
 
     def as_dict(self) -> dict[str, Any]:
+        """Plain JSON (a flow parameter): the fields, ``version`` as :meth:`VersionRef.as_dict`, and ``label``."""
         return {**asdict(self), "label": self.label}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DriftSample:
-        return cls(**{k: v for k, v in data.items() if k != "label"})
+        fields = {k: v for k, v in data.items() if k != "label"}
+        return cls(**{**fields, "version": VersionRef.from_dict(fields["version"])})
 
 
 # --- the protocol, on arrays ------------------------------------------------------------------
@@ -241,8 +242,8 @@ def _store_sample(prepared: _Prepared, name: str, lineage: dict[str, Any], alpha
     result = derive_version(lineage["parent"], drift_name(name, alpha, split),
                             {"segments": prepared.segments.filter(pa.array(mask))}, derivation, settings=settings)
     pool = prepared.test_pool if split == "test" else ~prepared.test_pool
-    return DriftSample(alpha=alpha, split=split, name=result.name, number=result.number, digest=result.digest,
-                       created=result.created, rows=int(mask.sum()), pool_rows=int(pool.sum()),
+    return DriftSample(alpha=alpha, split=split, version=result.version, created=result.created,
+                       rows=int(mask.sum()), pool_rows=int(pool.sum()),
                        mean_human=float(prepared.human[mask].mean()))
 
 

@@ -22,7 +22,7 @@ from assay.results import segment_scores
 
 def scored_segments(dataset: str, metric: Metric, settings: Settings | None = None,
                     signature: str | None = None) -> pa.Table:
-    """Columns: dataset, version, group, aspect, item_id, segment_id, system, human, human_z,
+    """Columns: dataset, version_digest, group, aspect, item_id, segment_id, system, human, human_z,
     human_raw, score, the metric's extra columns, signature."""
     settings = settings or load_settings()
     with session_scope(settings) as session:
@@ -49,7 +49,7 @@ def scored_segments(dataset: str, metric: Metric, settings: Settings | None = No
     human_raw = segments.column("human_raw").to_pylist()
     columns: dict[str, list] = {
         name: segments.column(name).to_pylist()
-        for name in ("dataset", "version", "group", "aspect", "item_id", "segment_id", "system")
+        for name in ("dataset", "version_digest", "group", "aspect", "item_id", "segment_id", "system")
     }
     columns["human"] = human_scores(segments)
     columns["human_z"] = human_z

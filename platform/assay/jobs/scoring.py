@@ -49,6 +49,7 @@ from assay.catalog.engine import session_scope
 from assay.config import Settings, load_settings
 from assay.datasets import store
 from assay.datasets.human import human_scores
+from assay.datasets.names import VersionRef
 from assay.errors import MetricOutputError, UsageError
 from assay.jobs.runs import RecordedFile, RunRecorder, mark_crashed, new_run_id, running_score_runs
 from assay.jobs.signature_lock import signature_lock
@@ -69,9 +70,8 @@ class ScorePlan:
 
     run_id: str
     """Id of the run that computes the plan (recorded only when computing starts)."""
-    dataset: str
-    version_number: int
-    version_digest: str
+    version: VersionRef
+    """The dataset version scored."""
     metric: dict[str, Any]
     """The :class:`MetricSpec` as a dict."""
     metric_name: str
@@ -109,7 +109,8 @@ class ScorePlan:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ScorePlan:
-        plan = cls(**{k: v for k, v in data.items() if k != "shards"})
+        plan = cls(**{k: v for k, v in data.items() if k not in ("shards", "version")},
+                   version=VersionRef.from_dict(data["version"]))
         plan.shards = [(int(s[0]), int(s[1])) for s in data.get("shards", [])]
         return plan
 
@@ -230,12 +231,12 @@ def plan_scoring(
         raise UsageError(f"shard size must be a positive integer, got {shard_size!r}")
     with session_scope(settings) as session:
         version = resolve(session, dataset)
-        name, number, digest, store_path = version.dataset.name, version.number, version.digest, version.store_path
+        ref, store_path = version.ref, version.store_path
     metric = metric_for(spec)
     rows = scope_rows(settings, store_path, scope)
     if rows.num_rows == 0:
-        raise UsageError(f"{name}@{number} has no {scope} segments to score (try --scope outputs or all)")
-    rows, excluded = _covered(metric, rows, allow_languages, f"{name}@{number}")
+        raise UsageError(f"{ref.label} has no {scope} segments to score (try --scope outputs or all)")
+    rows, excluded = _covered(metric, rows, allow_languages, ref.label)
     keys = keys_of(rows)
     extra = set_fields(metric, rows, keys)
     signature = metric.signature(extra)
@@ -274,7 +275,7 @@ def plan_scoring(
         notes.append(f"{metric.name}'s model weights could not be digested: scores are computed and returned, "
                      "never stored")
     return ScorePlan(
-        run_id=run_id, dataset=name, version_number=number, version_digest=digest, metric=spec.as_dict(),
+        run_id=run_id, version=ref, metric=spec.as_dict(),
         metric_name=metric.name, signature=signature, scope=scope, rows=rows.num_rows, unique=len(seen),
         cached=len(seen) - len(todo_index), todo_path=todo_path, shards=shards, started_at=started,
         corpus_path=corpus_path, signature_extra=extra, store_scores=stored, excluded_groups=excluded,
@@ -378,7 +379,7 @@ def start_scoring(plan: ScorePlan, settings: Settings | None = None) -> ScorePla
 
 
 def _recorder(settings: Settings, plan: ScorePlan) -> RunRecorder:
-    inputs = {"dataset": plan.dataset, "version": plan.version_number, "dataset_digest": plan.version_digest,
+    inputs = {"dataset": plan.version.name, "version": plan.version.number, "dataset_digest": plan.version.digest,
               "signature": plan.signature}
     return RunRecorder(settings, "score", inputs, dict(plan.parameters), run_id=plan.run_id, started=plan.started_at)
 
@@ -463,7 +464,7 @@ def finish_scoring(plan: ScorePlan, parts: list[dict[str, Any]], settings: Setti
         else:
             seconds = recorder.complete(recorded, files)
     discard(plan)
-    return {"run_id": run_id, "dataset": f"{plan.dataset}@{plan.version_number}", "signature": plan.signature,
+    return {"run_id": run_id, "dataset": plan.version.label, "signature": plan.signature,
             "seconds": seconds, **summary}
 
 

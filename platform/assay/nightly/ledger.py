@@ -38,6 +38,7 @@ from assay.catalog.engine import session_scope
 from assay.catalog.models import Checkpoint, Dataset, DatasetVersion, SuiteEvaluation, utcnow
 from assay.catalog.models import Suite as SuiteRow
 from assay.config import Settings
+from assay.datasets.names import VersionRef
 from assay.errors import UsageError
 from assay.nightly.suites import Suite
 
@@ -70,10 +71,10 @@ class WorkItem:
     checkpoint_digest: str
     """what the worker scores: it resolves the digest to the registered folder and verifies it"""
     checkpoint_name: str
-    dataset: str
-    """``name@number``"""
-    dataset_digest: str
-    dataset_version_id: int
+    version: VersionRef
+    """The dataset version."""
+    version_id: int
+    """Its row id in the catalog (``dataset_versions.id``)."""
     suite_id: int
     suite_name: str
     suite_version: int
@@ -82,10 +83,11 @@ class WorkItem:
     @property
     def key(self) -> tuple[str, str, str]:
         """The ledger key: (checkpoint digest, dataset version digest, suite signature)."""
-        return self.checkpoint_digest, self.dataset_digest, self.suite_signature
+        return self.checkpoint_digest, self.version.digest, self.suite_signature
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Plain JSON: the fields, ``version`` as :meth:`VersionRef.as_dict`."""
+        return {**asdict(self), "version": self.version.as_dict()}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> WorkItem:
@@ -93,7 +95,8 @@ class WorkItem:
         missing = sorted(names - set(data))
         if missing:
             raise UsageError(f"a work item needs the field(s) {missing}")
-        return cls(**{k: data[k] for k in names})
+        fields = {k: data[k] for k in names}
+        return cls(**{**fields, "version": VersionRef.from_dict(fields["version"])})
 
 
 @dataclass(frozen=True)
@@ -118,7 +121,7 @@ class Claim:
 
 def _key_filter(item: WorkItem) -> Any:
     return ((SuiteEvaluation.checkpoint_digest == item.checkpoint_digest)
-            & (SuiteEvaluation.dataset_digest == item.dataset_digest)
+            & (SuiteEvaluation.dataset_digest == item.version.digest)
             & (SuiteEvaluation.suite_signature == item.suite_signature))
 
 
@@ -134,12 +137,12 @@ def pending_items(settings: Settings, suite: Suite, *, max_attempts: int = DEFAU
                                .where(SuiteEvaluation.suite_signature == suite.signature))
         done = {(c, d) for c, d, status, attempts in rows
                 if not (status == "crashed" and attempts < max_attempts)}
-    return [WorkItem(checkpoint_digest=digest, checkpoint_name=name, dataset=entry.dataset,
-                     dataset_digest=entry.dataset_digest, dataset_version_id=entry.dataset_version_id,
+    return [WorkItem(checkpoint_digest=digest, checkpoint_name=name, version=entry.version,
+                     version_id=entry.version_id,
                      suite_id=suite.id, suite_name=suite.name, suite_version=suite.version,
                      suite_signature=suite.signature)
             for digest, name in checkpoints for entry in suite.entries
-            if (digest, entry.dataset_digest) not in done]
+            if (digest, entry.version.digest) not in done]
 
 
 def attempts_by_key(settings: Settings, keys: Sequence[tuple[str, str, str]]) -> dict[tuple[str, str, str], int]:
@@ -166,8 +169,8 @@ def claim(settings: Settings, item: WorkItem, *, flow_run_id: str | None,
     now = utcnow()
     try:
         with session_scope(settings) as session:
-            row = SuiteEvaluation(checkpoint_digest=item.checkpoint_digest, dataset_digest=item.dataset_digest,
-                                  dataset_version_id=item.dataset_version_id, suite_id=item.suite_id,
+            row = SuiteEvaluation(checkpoint_digest=item.checkpoint_digest, dataset_digest=item.version.digest,
+                                  dataset_version_id=item.version_id, suite_id=item.suite_id,
                                   suite_signature=item.suite_signature, status="running", attempts=1,
                                   flow_run_id=flow_run_id, claimed_at=now, summary={})
             session.add(row)
@@ -184,7 +187,7 @@ def claim(settings: Settings, item: WorkItem, *, flow_run_id: str | None,
             .execution_options(synchronize_session=False))
         if _rowcount(result) != 1:
             if session.scalar(select(SuiteEvaluation.id).where(_key_filter(item))) is None:
-                raise UsageError(f"cannot claim {item.checkpoint_name} on {item.dataset}: the work item names a "
+                raise UsageError(f"cannot claim {item.checkpoint_name} on {item.version.label}: the work item names a "
                                  f"dataset version or suite that is not in this catalog ({refused.orig})")
             return None
         ledger_id, attempts = session.execute(select(SuiteEvaluation.id, SuiteEvaluation.attempts)

@@ -60,6 +60,7 @@ from assay.catalog.models import Checkpoint, DatasetVersion, Regression, Run, Su
 from assay.checkpoints.labels import lineage_text, signature_checkpoint
 from assay.checkpoints.registry import find, labels_by_digest
 from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED, Settings
+from assay.datasets.names import VersionRef
 from assay.errors import UsageError
 from assay.jobs.evaluation import SEG_STATS, SYS_STATS, compare_signatures
 from assay.metrics.signature import short_digest
@@ -152,8 +153,7 @@ def _cells_of(entries: Iterable[SuiteCell | SuiteEntry]) -> list[SuiteCell]:
     cells: list[SuiteCell] = []
     for entry in entries:
         if isinstance(entry, SuiteEntry):
-            name = entry.dataset.rpartition("@")[0] or entry.dataset
-            cells += [SuiteCell(f"{name}@{entry.dataset_digest}", level, statistic)
+            cells += [SuiteCell(entry.version.pinned, level, statistic)
                       for level in entry.levels for statistic in entry.statistics_for(level)]
         elif isinstance(entry, SuiteCell):
             cells.append(entry)
@@ -177,14 +177,14 @@ def _check_cells(cells: Sequence[SuiteCell]) -> None:
 
 @dataclass(frozen=True)
 class _Version:
+    """A dataset version and its catalog row id."""
+
     id: int
-    name: str
-    number: int
-    digest: str
+    ref: VersionRef
 
     @property
     def label(self) -> str:
-        return f"{self.name}@{self.number}"
+        return self.ref.label
 
 
 @dataclass(frozen=True)
@@ -200,7 +200,7 @@ class _Evaluated:
 def _ledger(settings: Settings, version: _Version, suite_signature: str) -> list[_Evaluated]:
     with session_scope(settings) as session:
         rows = session.scalars(select(SuiteEvaluation).where(
-            SuiteEvaluation.dataset_digest == version.digest,
+            SuiteEvaluation.dataset_digest == version.ref.digest,
             SuiteEvaluation.suite_signature == suite_signature,
             SuiteEvaluation.evaluate_run_id.is_not(None),
         ).order_by(SuiteEvaluation.finished_at, SuiteEvaluation.id))
@@ -259,7 +259,7 @@ def compare_with_best(settings: Settings, *, checkpoint_digest: str, suite_signa
     with session_scope(settings) as session:
         for cell in cells:
             v = resolve(session, cell.dataset)
-            version = _Version(v.id, v.dataset.name, v.number, v.digest)
+            version = _Version(v.id, v.ref)
             wanted.setdefault((version, cell.level), set()).add(cell.statistic)
     findings: list[Finding] = []
     for (version, level), statistics in wanted.items():
@@ -276,12 +276,12 @@ def _compare_on(settings: Settings, version: _Version, level: str, statistics: s
     if own_entry is None:
         raise UsageError(f"checkpoint {digest[:12]} has no evaluation of {version.label} under suite signature "
                          f"{suite_signature} in the ledger; evaluate it first (the nightly flow does)")
-    own_rows = _of_checkpoint(_correlation_rows(settings, version.name, own_entry.evaluate_run_id, level), digest)
+    own_rows = _of_checkpoint(_correlation_rows(settings, version.ref.name, own_entry.evaluate_run_id, level), digest)
     if not own_rows:
         raise UsageError(f"evaluation run {own_entry.evaluate_run_id} of {version.label} has no {level}-level "
                          f"correlations of checkpoint {digest[:12]}")
     baselines = [e for e in ledger if e.checkpoint_digest != digest and e.status == COMPLETED]
-    candidates = [(e, _of_checkpoint(_correlation_rows(settings, version.name, e.evaluate_run_id, level),
+    candidates = [(e, _of_checkpoint(_correlation_rows(settings, version.ref.name, e.evaluate_run_id, level),
                                      e.checkpoint_digest)) for e in baselines]
     best: dict[CellKey, tuple[_Evaluated, dict[str, Any]]] = {}
     for key in _compared_keys(own_rows, statistics, per_group):
@@ -292,8 +292,8 @@ def _compare_on(settings: Settings, version: _Version, level: str, statistics: s
     if not best:
         return []
     own_run = own_entry.evaluate_run_id
-    own_stored = _Stored(_correlation_rows(settings, version.name, own_run, level),
-                         _p_values(settings, version.name, own_run, level))
+    own_stored = _Stored(_correlation_rows(settings, version.ref.name, own_run, level),
+                         _p_values(settings, version.ref.name, own_run, level))
     own_signatures = {r["signature"] for r in own_stored.rows}
     missing = {k: v for k, v in best.items() if v[1]["signature"] not in own_signatures}
     paired = _paired_comparison(settings, version, level, own_entry, own_rows, missing, n_resamples, seed) \
@@ -431,7 +431,7 @@ def list_regressions(settings: Settings, *, checkpoint: str | None = None) -> li
                 "baseline_digest": reg.baseline_digest,
                 "suite_signature": reg.suite_signature,
                 "dataset": version.label, "dataset_version_id": reg.dataset_version_id,
-                "dataset_digest": version.digest, "level": reg.level, "group": reg.group, "aspect": reg.aspect,
+                "dataset_digest": version.ref.digest, "level": reg.level, "group": reg.group, "aspect": reg.aspect,
                 "statistic": reg.statistic, "value": reg.value, "baseline_value": reg.baseline_value,
                 "p_value": reg.p_value, "test": reg.test, "run_id": reg.run_id,
                 "created_at": reg.created_at.isoformat() if reg.created_at else None,

@@ -42,7 +42,7 @@ from assay.catalog.engine import session_scope
 from assay.catalog.models import DatasetVersion, System
 from assay.catalog.models import Suite as SuiteRow
 from assay.config import Settings
-from assay.datasets.names import DatasetRef
+from assay.datasets.names import DatasetRef, VersionRef
 from assay.errors import CatalogError, NotFoundError, UsageError
 from assay.jobs.evaluation import DEFAULT_STATS, SEG_STATS, SYS_STATS
 
@@ -97,10 +97,9 @@ def canonical_json(value: Any) -> str:
 class SuiteEntry:
     """One dataset version of a suite, with the levels, statistics and groups it is evaluated at."""
 
-    dataset: str
-    """``name@number``"""
-    dataset_digest: str
-    dataset_version_id: int
+    version: VersionRef
+    version_id: int
+    """The version's row id in the catalog (``dataset_versions.id``)."""
     levels: tuple[str, ...]
     statistics: tuple[str, ...]
     groups: tuple[str, ...] | None
@@ -116,12 +115,12 @@ class SuiteEntry:
 
     def definition(self) -> dict[str, Any]:
         """The entry as it appears in the canonical definition (what the signature covers)."""
-        return {"dataset": self.dataset, "digest": self.dataset_digest, "levels": list(self.levels),
+        return {"dataset": self.version.label, "digest": self.version.digest, "levels": list(self.levels),
                 "statistics": list(self.statistics),
                 "groups": list(self.groups) if self.groups is not None else None}
 
     def as_dict(self) -> dict[str, Any]:
-        return {**self.definition(), "dataset_version_id": self.dataset_version_id,
+        return {**self.definition(), "dataset_version_id": self.version_id,
                 "statistics_by_level": {level: list(self.statistics_for(level)) for level in self.levels},
                 "exclude_groups": list(self.exclude_groups)}
 
@@ -228,8 +227,7 @@ def _resolve_entry(session: Session, raw: Any, index: int) -> SuiteEntry:
         if missing:
             raise UsageError(f"{where}: no group(s) {missing} in {label} (its groups: {', '.join(known)})")
         exclude = tuple(g for g in known if g not in groups)
-    return SuiteEntry(dataset=label, dataset_digest=version.digest, dataset_version_id=version.id,
-                      levels=tuple(levels), statistics=tuple(statistics),
+    return SuiteEntry(version=version.ref, version_id=version.id, levels=tuple(levels), statistics=tuple(statistics),
                       groups=tuple(groups) if groups is not None else None, exclude_groups=exclude)
 
 
@@ -255,13 +253,13 @@ def _resolve_entries(session: Session, entries: Sequence[Mapping[str, Any]]) -> 
     resolved = [_resolve_entry(session, raw, i) for i, raw in enumerate(entries, start=1)]
     seen: dict[str, str] = {}
     for entry in resolved:
-        if entry.dataset_digest in seen:
-            other = seen[entry.dataset_digest]
-            same = "is listed twice" if other == entry.dataset else f"has the same content as {other}"
-            raise UsageError(f"{entry.dataset} {same}: list each dataset version once, with all its levels "
+        if entry.version.digest in seen:
+            other = seen[entry.version.digest]
+            same = "is listed twice" if other == entry.version.label else f"has the same content as {other}"
+            raise UsageError(f"{entry.version.label} {same}: list each dataset version once, with all its levels "
                              "and statistics in one entry")
-        seen[entry.dataset_digest] = entry.dataset
-    return sorted(resolved, key=lambda e: (e.dataset.partition("@")[0], int(e.dataset.partition("@")[2])))
+        seen[entry.version.digest] = entry.version.label
+    return sorted(resolved, key=lambda e: (e.version.name, e.version.number))
 
 
 def define_suite(settings: Settings, name: str, entries: Sequence[Mapping[str, Any]]) -> tuple[Suite, bool]:
@@ -319,7 +317,7 @@ def _stored_entry(session: Session, row: SuiteRow, raw: Mapping[str, Any]) -> Su
                            "which is not in this catalog")
     groups = tuple(raw["groups"]) if raw.get("groups") is not None else None
     exclude = tuple(g for g in _version_groups(session, version.id) if g not in groups) if groups else ()
-    return SuiteEntry(dataset=str(raw["dataset"]), dataset_digest=version.digest, dataset_version_id=version.id,
+    return SuiteEntry(version=VersionRef.parse(str(raw["dataset"]), version.digest), version_id=version.id,
                       levels=tuple(raw["levels"]), statistics=tuple(raw["statistics"]), groups=groups,
                       exclude_groups=exclude)
 

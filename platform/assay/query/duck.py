@@ -53,12 +53,16 @@ def readonly_connection(
     views: dict[str, Path], extra: dict[str, str] | None = None
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """A read-only DuckDB connection with one view per Parquet file (and any ``extra`` views,
-    given as trusted SQL built by Assay itself)."""
+    given as trusted SQL built by Assay itself). A file written before a store column was renamed
+    shows it under its current name (:func:`assay.datasets.store.legacy_renames`)."""
     with tempfile.TemporaryDirectory(prefix="assay-duckdb-") as tmp:
         db_path = str(Path(tmp) / "views.duckdb")
         with duckdb.connect(db_path) as con:
             for name, path in views.items():
-                con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM read_parquet({sql_literal(str(path))})')
+                renames = store.legacy_renames(path)
+                columns = "*" + (" RENAME (" + ", ".join(f'"{old}" AS "{new}"' for old, new in renames.items()) + ")"
+                                 if renames else "")
+                con.execute(f'CREATE VIEW "{name}" AS SELECT {columns} FROM read_parquet({sql_literal(str(path))})')
             for name, sql in (extra or {}).items():
                 con.execute(f'CREATE VIEW "{name}" AS {sql}')
         con = duckdb.connect(db_path, read_only=True)

@@ -47,13 +47,12 @@ def leaderboard(query: LeaderboardQuery, settings: Settings | None = None,
     ref = DatasetRef.parse(query.dataset)
     where = ["level = $level", "statistic = $statistic", '"group" = $group']
     params: dict[str, Any] = {"level": query.level, "statistic": query.statistic, "group": query.group}
-    if ref.version is not None:
-        if not ref.version.isdigit():
-            where.append("starts_with(version_digest, $digest)")
-            params["digest"] = ref.version.lower()
-        else:
-            where.append("version_number = $version")
-            params["version"] = int(ref.version)
+    if ref.version_digest is not None:
+        where.append("starts_with(version_digest, $digest)")
+        params["digest"] = ref.version_digest
+    elif ref.version_number is not None:
+        where.append("version_number = $version")
+        params["version"] = ref.version_number
     if query.aspect:
         where.append("aspect = $aspect")
         params["aspect"] = query.aspect
@@ -63,7 +62,7 @@ def leaderboard(query: LeaderboardQuery, settings: Settings | None = None,
     if query.since:
         where.append("created_at >= $since")
         params["since"] = query.since
-    pinned_or_mixed = ref.version is not None or query.allow_mixed
+    pinned_or_mixed = ref.version_number is not None or ref.version_digest is not None or query.allow_mixed
     version_filter = "TRUE" if pinned_or_mixed else "version_number = (SELECT v FROM newest_version)"
     own = con is None
     con = con or duckdb.connect()

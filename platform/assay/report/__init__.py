@@ -96,7 +96,7 @@ def build_report(out_dir: Path | str, settings: Settings | None = None, *, main_
     target = write_text(html, Path(out_dir) / REPORT_FILE)
     evaluate_runs = sorted({r for e in [*evaluations, *drift_evaluations] for r in e.run_ids})
     RunRecorder(settings, "report", inputs={"evaluate_runs": evaluate_runs,
-                                            "dataset_versions": sorted(v.digest for v in versions)},
+                                            "dataset_versions": sorted(v.ref.digest for v in versions)},
                 parameters={"main_dataset": main_dataset, "sample_limit": sample_limit, "seed": seed},
                 started=started).record({"path": str(target.resolve()), **counts,
                                          "sha256": hashlib.sha256(html.encode()).hexdigest()})

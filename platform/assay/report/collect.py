@@ -24,6 +24,7 @@ from assay.catalog.dataset_versions import list_versions
 from assay.catalog.engine import session_scope
 from assay.catalog.models import Run
 from assay.config import Settings
+from assay.datasets.names import VersionRef
 from assay.results import correlations
 
 DRIFT_KIND = "quality-drift"
@@ -36,9 +37,7 @@ EXPERIMENT_SAMPLE_KINDS = ("webnlg-split",)
 class VersionInfo:
     """One dataset version as the report cites it."""
 
-    dataset: str
-    number: int
-    digest: str
+    ref: VersionRef
     format: str
     store_path: str
     year: int | None
@@ -48,7 +47,7 @@ class VersionInfo:
 
     @property
     def label(self) -> str:
-        return f"{self.dataset}@{self.number}"
+        return self.ref.label
 
     @property
     def is_drift(self) -> bool:
@@ -133,7 +132,7 @@ def dataset_versions(settings: Settings) -> list[VersionInfo]:
     with session_scope(settings) as session:
         versions = list_versions(session, all_versions=True)
         return [VersionInfo(
-            dataset=v.dataset.name, number=v.number, digest=v.digest, format=v.format, store_path=v.store_path,
+            ref=v.ref, format=v.format, store_path=v.store_path,
             year=int(v.info["year"]) if str((v.info or {}).get("year", "")).isdigit() else None,
             row_counts=dict(v.row_counts or {}), derivation=dict(v.derivation) if v.derivation else None,
             created_at=v.created_at,
@@ -175,7 +174,7 @@ def latest_evaluations(rows: list[CorrelationRow], versions: list[VersionInfo],
     experiment made (``experiment_runs``) and its WebNLG split samples: the report shows those
     with the experiment, where each point has its own freshly trained checkpoint.
     """
-    known = {(v.dataset, v.number, v.digest): v for v in versions}
+    known = {(v.ref.name, v.ref.number, v.ref.digest): v for v in versions}
     skip = set(experiment_runs)
     keyed: dict[tuple[str, int, str, str], list[CorrelationRow]] = {}
     for r in rows:
@@ -192,11 +191,11 @@ def latest_evaluations(rows: list[CorrelationRow], versions: list[VersionInfo],
             drift.append(Evaluation(version, level, _latest_runs(group)))
             continue
         current = ordinary.get((name, level))
-        if current is None or current[0].number < number:
+        if current is None or current[0].ref.number < number:
             ordinary[(name, level)] = (version, group)
     evaluations = [Evaluation(v, level, _latest_runs(group)) for (_, level), (v, group) in ordinary.items()]
-    evaluations.sort(key=lambda e: (e.version.dataset, e.level != "seg"))
-    drift.sort(key=lambda e: (e.version.dataset, e.version.number, e.level))
+    evaluations.sort(key=lambda e: (e.version.ref.name, e.level != "seg"))
+    drift.sort(key=lambda e: (e.version.ref.name, e.version.ref.number, e.level))
     return evaluations, drift
 
 

@@ -46,7 +46,7 @@ class ReportContext:
     notes: Footnotes = field(default_factory=Footnotes)
 
     def version(self, name: str, number: int) -> VersionInfo | None:
-        return next((v for v in self.versions if v.dataset == name and v.number == number), None)
+        return next((v for v in self.versions if v.ref.name == name and v.ref.number == number), None)
 
     # --- citations -------------------------------------------------------------------------------
     def version_note(self, version: VersionInfo) -> int:
@@ -55,9 +55,9 @@ class ReportContext:
             derived = " · derived: " + esc(", ".join(f"{k}={v}" for k, v in version.derivation.items()
                                                       if k != "parent_digest"))
         counts = ", ".join(f"{v:,} {k}" for k, v in version.row_counts.items() if v)
-        text = (f"<b>{esc(version.label)}</b> · format {esc(version.format)} · sha256 <code>{esc(version.digest)}"
+        text = (f"<b>{esc(version.label)}</b> · format {esc(version.format)} · sha256 <code>{esc(version.ref.digest)}"
                 f"</code> · {esc(counts)}{derived}")
-        return self.notes.cite("dataset", version.label + "#" + version.digest, text)
+        return self.notes.cite("dataset", version.label + "#" + version.ref.digest, text)
 
     def run_note(self, row: CorrelationRow) -> int:
         when = row.created_at.strftime("%Y-%m-%d %H:%M UTC") if row.created_at else "?"

@@ -49,7 +49,7 @@ class NeighborGrid:
 def huse_version(versions: list[VersionInfo]) -> VersionInfo | None:
     """The newest ingested (not derived) HUSE version, if any."""
     found = [v for v in versions if v.format == HUSE_FORMAT and not v.derivation]
-    return max(found, key=lambda v: (v.dataset == "huse", v.created_at or 0, v.number)) if found else None
+    return max(found, key=lambda v: (v.ref.name == "huse", v.created_at or 0, v.ref.number)) if found else None
 
 
 def neighbors_grid(settings: Settings, version: VersionInfo, grid_a: tuple[int, ...] = GRID_A,

@@ -62,7 +62,7 @@ TABLES = (BLEURT_T2, BERTSCORE_T1)
 def find_evaluation(spec: TableSpec, evaluations: list[Evaluation]) -> Evaluation | None:
     """The evaluation of the table's dataset at its level: by name, else a WMT dataset of its year."""
     at_level = [e for e in evaluations if e.level == spec.level]
-    by_name = [e for e in at_level if e.version.dataset == spec.dataset]
+    by_name = [e for e in at_level if e.version.ref.name == spec.dataset]
     by_year = [e for e in at_level if e.version.year == spec.year and e.version.format.startswith("wmt")]
     found = by_name or by_year
     return found[0] if found else None

@@ -46,7 +46,7 @@ from assay.catalog.engine import session_scope
 from assay.catalog.models import Dataset, DatasetVersion
 from assay.config import Settings, load_settings
 from assay.datasets import store
-from assay.datasets.names import DatasetRef, validate_name
+from assay.datasets.names import DatasetRef, VersionRef, validate_name
 from assay.errors import UsageError
 
 KINDS = ("references", "sources", "outputs")
@@ -77,19 +77,18 @@ def english_sides(group: str, fmt: str) -> tuple[bool, bool]:
 
 @dataclass(frozen=True)
 class SourceVersion:
-    """A dataset version sentences were drawn from."""
+    """A dataset version sentences were drawn from, and its format."""
 
-    name: str
-    number: int
-    digest: str
+    version: VersionRef
     format: str
 
     @property
     def label(self) -> str:
-        return f"{self.name}@{self.number}"
+        return self.version.label
 
     def as_dict(self) -> dict[str, Any]:
-        return {"label": self.label, "digest": self.digest, "format": self.format}
+        """What a synthetic version's lineage records of a source: ``label``, ``digest``, ``format``."""
+        return {"label": self.label, "digest": self.version.digest, "format": self.format}
 
 
 @dataclass
@@ -225,9 +224,9 @@ def resolve_sources(settings: Settings, sources: Sequence[str],
             parent = _derived_from(version)
             if parent in excluded:
                 raise UsageError(f"sources: {version.label} is derived from the excluded dataset {parent!r}")
-            info = SourceVersion(version.dataset.name, version.number, version.digest, version.format)
-            found[info.digest] = (info, version.store_path)
-    return sorted(found.values(), key=lambda v: (v[0].name, v[0].number))
+            info = SourceVersion(version.ref, version.format)
+            found[info.version.digest] = (info, version.store_path)
+    return sorted(found.values(), key=lambda v: (v[0].version.name, v[0].version.number))
 
 
 def build_corpus(

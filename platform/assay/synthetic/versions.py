@@ -8,7 +8,8 @@ table's schema metadata included: the spec, the sources' digests, the plugins' s
 γ weights are part of the content, so two specs that differ only in γ are two versions. The same
 content stored twice is a no-op (the existing version is returned). The folder is written under a
 temporary name and renamed into place; the catalog row follows in one transaction, and if that
-fails the folder this call created is removed: nothing is left on failure.
+fails the folder this call created is removed: nothing is left on failure
+(:func:`assay.datasets.versions.store_version`, as for every version).
 
 Lineage (``derivation`` and ``info["derivation"]`` of the catalog row, ``derivation`` of the
 manifest; the same object as the pairs table's schema metadata): ``{"kind": "synthetic", "spec",
@@ -32,16 +33,17 @@ import pyarrow as pa
 from sqlalchemy import select
 from sqlalchemy.orm import selectinload
 
-from assay.catalog.dataset_versions import find_version_by_digest, record_version, resolve
+from assay.catalog.dataset_versions import find_version_by_digest, resolve
 from assay.catalog.engine import session_scope
 from assay.catalog.models import Dataset, DatasetVersion
 from assay.config import Settings, load_settings
 from assay.datasets import store
-from assay.datasets.names import validate_name
+from assay.datasets.names import VersionRef, validate_name
 from assay.datasets.schema import TABLES, parser_schema
+from assay.datasets.versions import store_version
 from assay.errors import UsageError
 from assay.jobs.runs import RunRecorder
-from assay.provenance import code_version, short, table_digest
+from assay.provenance import code_version, table_digest
 from assay.synthetic.corpus import SYNTHETIC_FORMAT, resolve_sources
 from assay.synthetic.spec import SynthesisSpec
 from assay.synthetic.synthesize import (
@@ -59,9 +61,7 @@ PAIRS = "pairs"
 class SyntheticVersion:
     """A stored synthetic version."""
 
-    name: str
-    number: int
-    digest: str
+    version: VersionRef
     created: bool
     """False when identical pairs were already stored (the call was a no-op)."""
     rows: int
@@ -69,11 +69,14 @@ class SyntheticVersion:
 
     @property
     def label(self) -> str:
-        return f"{self.name}@{self.number}"
+        return self.version.label
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "version": self.number, "label": self.label, "digest": self.digest,
-                "created": self.created, "rows": self.rows, "run_id": self.run_id}
+        """Plain JSON (``assay synth --json``): ``name``, ``version_number``, ``version_digest``, ``label``,
+        ``created``, ``rows``, ``run_id``."""
+        return {"name": self.version.name, "version_number": self.version.number,
+                "version_digest": self.version.digest, "label": self.label, "created": self.created,
+                "rows": self.rows, "run_id": self.run_id}
 
 
 def default_name(spec: SynthesisSpec) -> str:
@@ -103,7 +106,7 @@ def find_synthesized(spec: SynthesisSpec, name: str, *, settings: Settings | Non
             lineage = version.derivation or {}
             if lineage.get("spec") and _lineage_key(SynthesisSpec.from_dict(lineage["spec"]), lineage["sources"],
                                                     lineage) == wanted:
-                return SyntheticVersion(name, version.number, version.digest, False,
+                return SyntheticVersion(version.ref, False,
                                         int(version.row_counts.get(PAIRS, 0)))
     return None
 
@@ -145,33 +148,25 @@ def store_pairs(pairs: pa.Table, name: str, *, settings: Settings | None = None,
     with session_scope(settings) as session:
         existing = find_version_by_digest(session, name, digest)
         if existing is not None:
-            return SyntheticVersion(name, existing.number, digest, False, pairs.num_rows)
-    stored: dict[str, pa.Table] = {t: store.with_store_columns(tb, t, name, short(digest)) for t, tb in empty.items()}
+            return SyntheticVersion(VersionRef(name, existing.number, digest), False, pairs.num_rows)
+    stored: dict[str, pa.Table] = {t: store.with_store_columns(tb, t, name, digest) for t, tb in empty.items()}
     stored[PAIRS] = pairs
     source_path = "synthesized from " + ", ".join(s["label"] for s in lineage["sources"])
     manifest = {"dataset": name, "digest": digest, "format": SYNTHETIC_FORMAT, "derivation": lineage,
                 "row_counts": row_counts, "code_version": code_version()}
-    rel, created = store.write_version(settings, name, digest, stored, manifest)
-    try:
-        with session_scope(settings) as session:
-            version = record_version(
-                session, name=name, digest=digest, format=SYNTHETIC_FORMAT, store_path=rel, source_path=source_path,
-                source_files=[], row_counts=row_counts, warnings=[], info={"derivation": lineage},
-                code_version=code_version(), tables=stored, derivation=lineage,
-            )
-            number = version.number
-    except BaseException:
-        if created:
-            store.remove_version(settings, rel)
-        raise
+    version = store_version(
+        settings, name=name, digest=digest, tables=stored, manifest=manifest, format=SYNTHETIC_FORMAT,
+        source_path=source_path, source_files=[], row_counts=row_counts, warnings=[], info={"derivation": lineage},
+        code_version=code_version(), derivation=lineage,
+    )
     recorder = RunRecorder(
         settings, "synthesize",
-        inputs={"sources": lineage["sources"], "exclude": lineage["exclude"], "dataset": name, "version": number,
-                "dataset_digest": digest},
+        inputs={"sources": lineage["sources"], "exclude": lineage["exclude"], "dataset": name,
+                "version": version.number, "dataset_digest": digest},
         parameters=lineage["spec"], started=started,
     )
-    recorder.record({"dataset": f"{name}@{number}", "digest": digest, "counts": lineage["counts"]})
-    return SyntheticVersion(name, number, digest, True, pairs.num_rows, run_id=recorder.run_id)
+    recorder.record({"dataset": version.label, "digest": digest, "counts": lineage["counts"]})
+    return SyntheticVersion(version, True, pairs.num_rows, run_id=recorder.run_id)
 
 
 def _synthetic_version(settings: Settings, ref: str) -> tuple[str, dict[str, Any]]:

@@ -27,7 +27,7 @@ from assay.checkpoints.registry import validate_checkpoint_name
 from assay.config import DEFAULT_SEED, Settings
 from assay.datasets import store
 from assay.datasets.human import human_array
-from assay.datasets.names import DatasetRef
+from assay.datasets.names import DatasetRef, VersionRef
 from assay.errors import UsageError
 
 STAGES = ("pretrain", "finetune")
@@ -38,18 +38,28 @@ RATING_COLUMN = "rating"
 
 @dataclass(frozen=True)
 class DataVersion:
-    """One dataset version a stage trains on (or a recipe evaluates on)."""
+    """One dataset version a stage trains on (or a recipe evaluates on), and what of it is used."""
 
     role: str
-    label: str
-    digest: str
+    version: VersionRef
     rows: int
     groups: list[str] = field(default_factory=list)
     aspect: str | None = None
 
+    @property
+    def label(self) -> str:
+        return self.version.label
+
     def as_dict(self) -> dict[str, Any]:
-        return {"role": self.role, "label": self.label, "digest": self.digest, "rows": self.rows,
+        """As a checkpoint's lineage records it (``docs/CHECKPOINTS.md``): ``role``, ``label``
+        (``name@N``), ``digest`` (of the dataset version), ``rows``, ``groups``, ``aspect``."""
+        return {"role": self.role, "label": self.label, "digest": self.version.digest, "rows": self.rows,
                 "groups": list(self.groups), "aspect": self.aspect}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DataVersion:
+        return cls(data["role"], VersionRef.parse(data["label"], data["digest"]), int(data["rows"]),
+                   list(data.get("groups") or []), data.get("aspect"))
 
 
 def check_not_excluded(labels: Sequence[str], excluded: Sequence[str], what: str) -> None:
@@ -79,7 +89,7 @@ def ratings_table(settings: Settings, ref: str, *, groups: Sequence[str] | None 
     """
     with session_scope(settings) as session:
         version = resolve(session, ref)
-        label, digest, store_path = version.label, version.digest, version.store_path
+        resolved, label, store_path = version.ref, version.label, version.store_path
     segments = store.read_table(settings, store_path, "segments")
     aspects = sorted(set(segments.column("aspect").to_pylist()))
     if aspect is None:
@@ -120,7 +130,7 @@ def ratings_table(settings: Settings, ref: str, *, groups: Sequence[str] | None 
     empty = [i for i, r in enumerate(table.column("reference").to_pylist()) if not r]
     if empty:
         raise UsageError(f"{label}: {len(empty)} rated segments have no reference (first at row {empty[0]})")
-    return table, DataVersion("finetune", label, digest, table.num_rows, chosen, aspect)
+    return table, DataVersion("finetune", resolved, table.num_rows, chosen, aspect)
 
 
 def concat_ratings(parts: Sequence[tuple[pa.Table, DataVersion]]) -> tuple[pa.Table, list[DataVersion]]:
@@ -184,7 +194,7 @@ class StagePlan:
     def from_dict(cls, data: dict[str, Any]) -> StagePlan:
         return cls(
             stage=data["stage"], name=data["name"], init=data["init"], init_digest=data["init_digest"],
-            data=[DataVersion(**d) for d in data["data"]], objectives=list(data["objectives"]),
+            data=[DataVersion.from_dict(d) for d in data["data"]], objectives=list(data["objectives"]),
             primary=data["primary"], config=dict(data["config"]), excluded=list(data["excluded"]),
             out=data["out"], work_dir=data["work_dir"],
         )
@@ -245,8 +255,7 @@ def finetune_table(settings: Settings, plan: StagePlan) -> pa.Table:
     """The rated pairs of a fine-tuning plan, read again from the versions it pinned by digest."""
     parts = []
     for d in plan.data:
-        name = DatasetRef.parse(d.label).name
-        table, again = ratings_table(settings, f"{name}@{d.digest}", groups=d.groups or None, aspect=d.aspect,
+        table, again = ratings_table(settings, d.version.pinned, groups=d.groups or None, aspect=d.aspect,
                                      to_english=False)
         if again.rows != d.rows:
             raise UsageError(f"{d.label}: {again.rows} rated pairs now, {d.rows} when planned")

@@ -18,7 +18,6 @@ import pyarrow as pa
 from assay.catalog.dataset_versions import resolve
 from assay.catalog.engine import session_scope
 from assay.config import DEFAULT_SEED, Settings
-from assay.datasets.names import DatasetRef
 from assay.errors import UsageError
 from assay.synthetic.corpus import SYNTHETIC_FORMAT
 from assay.synthetic.versions import load_pairs, signal_tasks
@@ -65,14 +64,13 @@ def plan_pretrain(settings: Settings, synthetic: str, *, init: str | None, init_
         if version.format != SYNTHETIC_FORMAT:
             raise UsageError(f"{version.label} is a {version.format} dataset, not synthetic pairs; "
                              "make them with `assay synth`")
-        label, digest = version.label, version.digest
+        ref, label = version.ref, version.label
         rows = int(version.row_counts.get("pairs", 0))
         lineage = dict(version.derivation or {})
     sources = [s["label"] for s in lineage.get("sources", [])]
     check_not_excluded(sources, exclude, f"pre-training on {label} (drawn from {', '.join(sources)})")
-    ref = f"{DatasetRef.parse(label).name}@{digest}"
-    objectives = pretraining_objectives(settings, ref, signals)
-    data = [DataVersion("pretrain", label, digest, rows)]
+    objectives = pretraining_objectives(settings, ref.pinned, signals)
+    data = [DataVersion("pretrain", ref, rows)]
     chosen = choose_name(settings, "pretrain", data, int(config.get("seed", DEFAULT_SEED)), name, resume)
     excluded = sorted({*exclude, *lineage.get("exclude", [])})
     return StagePlan(
@@ -85,7 +83,7 @@ def plan_pretrain(settings: Settings, synthetic: str, *, init: str | None, init_
 def pretrain_table(settings: Settings, plan: StagePlan) -> pa.Table:
     """The synthetic pairs a pre-training plan pinned (by digest)."""
     (data,) = plan.data
-    table = load_pairs(settings, f"{DatasetRef.parse(data.label).name}@{data.digest}")
+    table = load_pairs(settings, data.version.pinned)
     if table.num_rows != data.rows:
         raise UsageError(f"{data.label}: {table.num_rows} pairs stored, {data.rows} when planned")
     return table

@@ -45,9 +45,9 @@ def _chart(ctx: ReportContext, evaluation: Evaluation, aspect: str, statistic: s
     version = evaluation.version
     name = f"{version.label} {LEVEL_NAMES[evaluation.level]}, {aspect}, {statistic_name(statistic)}"
     chart = correlation_bars(
-        panels, rows, css_class="chart-corr", element_id=slug("fig-corr", version.dataset, evaluation.level, aspect,
+        panels, rows, css_class="chart-corr", element_id=slug("fig-corr", version.ref.name, evaluation.level, aspect,
                                                                statistic),
-        label=name, tooltip=f"{name} (dataset sha256 {version.digest[:16]}…; runs {', '.join(evaluation.run_ids)})")
+        label=name, tooltip=f"{name} (dataset sha256 {version.ref.digest[:16]}…; runs {', '.join(evaluation.run_ids)})")
     runs = sorted({ctx.run_note(r) for r in evaluation.rows if r.statistic == statistic})
     heading = f"<h4>{esc(statistic_name(statistic))} <span class=\"aspect\">aspect {esc(aspect)}</span></h4>"
     caption = (f"{esc(statistic_name(statistic))} on {esc(version.label)}, {esc(LEVEL_NAMES[evaluation.level])}. "
@@ -57,7 +57,7 @@ def _chart(ctx: ReportContext, evaluation: Evaluation, aspect: str, statistic: s
 
 def _evaluation_block(ctx: ReportContext, evaluation: Evaluation) -> str:
     version = evaluation.version
-    parts = [f'<h3 id="{slug("corr", version.dataset, evaluation.level)}">{esc(version.label)} · '
+    parts = [f'<h3 id="{slug("corr", version.ref.name, evaluation.level)}">{esc(version.label)} · '
              f"{esc(LEVEL_NAMES[evaluation.level])}</h3>", legend(ctx, evaluation.signatures)]
     skipped = skipped_by_runs(ctx.settings, evaluation.run_ids)
     if skipped:

@@ -23,7 +23,7 @@ INDEPENDENT = Marker(0.94, 0.269, "independent", "Independent (REFERENCE_NUMBERS
 def _tip(p: NeighborPoint, version: VersionInfo) -> str:
     return (f"a = {p.a}, b = {p.b}: coverage {p.coverage:.3f} ({p.defined}/{p.n} defined), "
             f"Spearman ρ {signed(p.spearman)}, MSE {'–' if p.mse is None else f'{p.mse:.4f}'}\n"
-            f"signature: {p.signature}\ndataset: {version.label} (sha256 {version.digest[:16]}…)")
+            f"signature: {p.signature}\ndataset: {version.label} (sha256 {version.ref.digest[:16]}…)")
 
 
 def _table(ctx: ReportContext, grid: NeighborGrid) -> str:

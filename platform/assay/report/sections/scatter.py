@@ -19,15 +19,15 @@ def main_evaluation(evaluations: list[Evaluation], name: str | None = None) -> E
     target), else the WMT-format dataset with the most judgments, else the largest."""
     seg = [e for e in evaluations if e.level == "seg"]
     if name is not None:
-        return next((e for e in seg if e.version.dataset == name), None)
+        return next((e for e in seg if e.version.ref.name == name), None)
     for preferred in PREFERRED:
-        found = next((e for e in seg if e.version.dataset == preferred), None)
+        found = next((e for e in seg if e.version.ref.name == preferred), None)
         if found is not None:
             return found
     if not seg:
         return None
     return max(seg, key=lambda e: (e.version.format.startswith("wmt"), e.version.row_counts.get("segments", 0),
-                                   e.version.dataset))
+                                   e.version.ref.name))
 
 
 def _summary(evaluation: Evaluation, signature: str) -> tuple[str, list]:
@@ -71,8 +71,8 @@ def render(ctx: ReportContext, evaluations: list[Evaluation], main: str | None =
         chart = scatter(points, colour=ctx.palette.colour(signature), x_label=f"{label} score",
                         y_label=f"human ({sample.human_kind})", heading=label,
                         subheading=f"{text} · {len(points):,} of {sample.total:,} shown",
-                        css_class="chart-scatter", element_id=slug("fig-scatter", version.dataset, signature),
-                        tooltip=f"{label} vs human on {version.label} (sha256 {version.digest[:16]}…)\n"
+                        css_class="chart-scatter", element_id=slug("fig-scatter", version.ref.name, signature),
+                        tooltip=f"{label} vs human on {version.label} (sha256 {version.ref.digest[:16]}…)\n"
                                 f"signature: {signature}\n{text}",
                         radius=2.6 if len(points) <= 300 else 2.0, opacity=0.6 if len(points) <= 300 else 0.4)
         figures.append(figure(chart, f"{esc(label)}{ctx.notes.marker(*notes)}"))

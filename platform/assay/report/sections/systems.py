@@ -35,7 +35,7 @@ def _plot(ctx: ReportContext, evaluation: Evaluation, signature: str, points: Sy
             for s, h, m in zip(points.systems, points.human, points.metric, strict=True)]
     chart = scatter(tips, colour=ctx.palette.colour(signature), x_label=f"{label} ({kind})", y_label="human (DA z)",
                     heading=heading, subheading=subtitle, css_class="chart-sys",
-                    element_id=slug("fig-sys", version.dataset, signature, points.group, points.aspect),
+                    element_id=slug("fig-sys", version.ref.name, signature, points.group, points.aspect),
                     tooltip=f"{label} on {version.label} {points.group}\nsignature: {signature}\n"
                             f"{'' if row is None else ctx.row_tooltip(row)}",
                     width=262, height=228, radius=4.0, opacity=0.85)
@@ -47,7 +47,7 @@ def _block(ctx: ReportContext, evaluation: Evaluation) -> str:
     parts = [f"<h3>{esc(version.label)}</h3>"]
     for signature in ctx.palette.order(evaluation.signatures):
         runs = sorted({r.run_id for r in evaluation.rows if r.signature == signature})
-        found = [p for run_id in runs for p in stored_system_points(ctx.settings, version.dataset, run_id, signature)]
+        found = [p for run_id in runs for p in stored_system_points(ctx.settings, version.ref.name, run_id, signature)]
         if not found:
             continue
         colour, label = ctx.palette.colour(signature), ctx.palette.label(signature)

@@ -51,7 +51,7 @@ from assay.training.robustness.experiment import (
     Experiment,
     check_aspects,
     dataset_of,
-    digest_of,
+    json_digest,
     rated_aspects,
 )
 from assay.training.robustness.options import (
@@ -132,11 +132,11 @@ __all__ = [
     "checkpoint_name",
     "checkpoints_of",
     "dataset_of",
-    "digest_of",
     "draw_splits",
     "find_trained",
     "finish_run",
     "headline_rows",
+    "json_digest",
     "latest_results",
     "n_train_units",
     "parse_variant",

@@ -18,13 +18,13 @@ from assay.catalog.engine import session_scope
 from assay.catalog.models import Checkpoint
 from assay.checkpoints.registry import validate_checkpoint_name
 from assay.config import Settings
-from assay.training.robustness.experiment import digest_of
+from assay.training.robustness.experiment import json_digest
 from assay.training.robustness.variants import Variant
 
 
 def training_key(train_digest: str, aspect: str | None, variant: Variant, hyperparameters: dict[str, Any]) -> str:
     """sha256 of what determines a fine-tuned checkpoint."""
-    return digest_of({"train": train_digest, "aspect": aspect, "init": variant.identity()["init"],
+    return json_digest({"train": train_digest, "aspect": aspect, "init": variant.identity()["init"],
                       "hyperparameters": hyperparameters})
 
 

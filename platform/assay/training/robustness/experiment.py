@@ -22,8 +22,9 @@ from assay.metrics.registry import MetricSpec
 from assay.training.robustness.variants import Variant
 
 
-def digest_of(data: Any) -> str:
-    """sha256 of canonical JSON."""
+def json_digest(data: Any) -> str:
+    """sha256 hex of ``data`` as canonical JSON (sorted keys, no spaces): an experiment's or a
+    training's identity."""
     return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
@@ -53,7 +54,7 @@ class Experiment:
     @property
     def id(self) -> str:
         """sha256 (16 hex digits) of everything that determines the numbers."""
-        return digest_of({
+        return json_digest({
             "kind": self.kind, "dataset_digest": self.dataset_digest, "points": self.points,
             "variants": [v.identity() for v in self.variants], "baselines": self.baselines,
             "hyperparameters": self.hyperparameters, "seed": self.seed, "statistics": self.statistics,

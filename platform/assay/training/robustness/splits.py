@@ -22,9 +22,10 @@ import pyarrow.compute as pc
 
 from assay.config import Settings
 from assay.datasets.human import human_array
+from assay.datasets.names import VersionRef
 from assay.errors import UsageError
 from assay.jobs.ingest import derive_version
-from assay.training.robustness.experiment import dataset_of, digest_of
+from assay.training.robustness.experiment import dataset_of, json_digest
 from assay.training.robustness.options import check_points
 
 SPLIT_BY = ("system", "input")
@@ -39,9 +40,7 @@ class SplitSample:
     by: str
     share: float
     side: str
-    name: str
-    number: int
-    digest: str
+    version: VersionRef
     created: bool
     rows: int
     units: int
@@ -52,14 +51,16 @@ class SplitSample:
 
     @property
     def label(self) -> str:
-        return f"{self.name}@{self.number}"
+        return self.version.label
 
     def as_dict(self) -> dict[str, Any]:
+        """Plain JSON (a flow parameter): the fields, ``version`` as :meth:`VersionRef.as_dict`, and ``label``."""
         return {**asdict(self), "label": self.label}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SplitSample:
-        return cls(**{k: v for k, v in data.items() if k != "label"})
+        fields = {k: v for k, v in data.items() if k != "label"}
+        return cls(**{**fields, "version": VersionRef.from_dict(fields["version"])})
 
 
 def split_name(dataset: str, by: str, share: float, side: str) -> str:
@@ -133,7 +134,7 @@ def draw_splits(dataset: str, *, by: str, shares: Sequence[float], seed: int, in
         is_train = pc.is_in(pool.column(column), pa.array(train_units, pa.string()))
         derivation = {"kind": SPLIT_KIND, "by": by, "share": share, "seed": seed, "include_human": include_human,
                       "n_units": len(order), "train_units": k, "share_actual": k / len(order),
-                      "units_digest": digest_of(train_units)}
+                      "units_digest": json_digest(train_units)}
         if by == "system":
             derivation["train_systems"] = train_units
         for side in SIDES:
@@ -143,8 +144,8 @@ def draw_splits(dataset: str, *, by: str, shares: Sequence[float], seed: int, in
             table = pool.filter(mask)
             result = derive_version(label, split_name(name, by, share, side), {"segments": table},
                                     {**derivation, "side": side}, settings=settings)
-            out.append(SplitSample(by=by, share=share, side=side, name=result.name, number=result.number,
-                                   digest=result.digest, created=result.created, rows=table.num_rows,
+            out.append(SplitSample(by=by, share=share, side=side, version=result.version, created=result.created,
+                                   rows=table.num_rows,
                                    units=k if side == "train" else len(order) - k, n_units=len(order),
                                    share_actual=k / len(order)))
     return out
