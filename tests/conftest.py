@@ -8,6 +8,8 @@ Tests read the real datasets from ``../shared/data`` (beside the repository). Se
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,11 +34,40 @@ SLOW_MODULES_FIRST = (
     "tests/test_training_cli.py",
     "tests/training/test_resume.py",
     "tests/training/test_distributed.py",
-    "tests/test_local_server.py",
+    "tests/test_background_server.py",
     "tests/team/test_server_auth.py",
     "tests/team/test_deploy_templates.py",
     "tests/test_flows_and_cli.py",
 )
+
+
+_PREFECT_HOME_KEY = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Import Prefect before pytest's logging plugin installs its handlers.
+
+    Prefect configures logging when it is first imported, with ``logging.config.dictConfig``, which
+    closes every handler already on the root logger, pytest's own log-file and capture handlers
+    included. Imported first inside a test, it left that worker's pytest writing to closed files
+    ("I/O operation on closed file" in every later test, then "lost sys.stderr"), depending on which
+    test happened to import Prefect first. This hook runs before the logging plugin's
+    ``pytest_configure`` (which is ``trylast``). Prefect's state goes to a temporary home of this
+    test process, removed at the end.
+    """
+    if "PREFECT_HOME" not in os.environ:
+        home = tempfile.mkdtemp(prefix="assay-tests-prefect-")
+        config.stash[_PREFECT_HOME_KEY] = home
+        os.environ["PREFECT_HOME"] = home
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_LOGGING_TO_API_ENABLED", "false")
+    import prefect.main  # noqa: F401  (prefect/__init__ is lazy; prefect.main configures its logging)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    home = config.stash.get(_PREFECT_HOME_KEY, None)
+    if home is not None:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
