@@ -6,7 +6,7 @@ rows, never tables."""
 
 from __future__ import annotations
 
-import time
+from collections.abc import Sequence
 from typing import Any
 
 from prefect import flow, task
@@ -41,6 +41,27 @@ def record_task(dataset: str, samples: list[dict[str, Any]], metrics: list[dict[
                                [MetricSpec.from_dict(m) for m in metrics], parameters, rows, started)
 
 
+class TaskSteps:
+    """The benchmark's steps as Prefect tasks (:class:`assay.jobs.quality_drift.DriftSteps`)."""
+
+    def draw(self, dataset: str, alphas: Sequence[float], seed: int, test_fraction: float,
+             binning: str) -> list[qd.DriftSample]:
+        return [qd.DriftSample.from_dict(s) for s in draw_task(dataset, list(alphas), seed, test_fraction, binning)]
+
+    def score(self, label: str, spec: MetricSpec) -> dict[str, Any]:
+        return score_task(label, spec.as_dict())
+
+    def evaluate(self, test: qd.DriftSample, train: qd.DriftSample | None, signatures: dict[str, str],
+                 statistic: str, seed: int, n_resamples: int) -> list[dict[str, Any]]:
+        return evaluate_task(test.label, test.as_dict(), train.as_dict() if train else None, signatures, statistic,
+                             seed, n_resamples)
+
+    def record(self, dataset: str, samples: Sequence[qd.DriftSample], metrics: Sequence[MetricSpec],
+               parameters: dict[str, Any], rows: Sequence[dict[str, Any]], started: float) -> str:
+        return record_task(dataset, [s.as_dict() for s in samples], [m.as_dict() for m in metrics], parameters,
+                           list(rows), started)
+
+
 @flow(name="quality-drift")
 def quality_drift_flow(
     dataset: str,
@@ -52,17 +73,9 @@ def quality_drift_flow(
     test_fraction: float = 0.5,
     binning: str = "quantile",
 ) -> list[dict[str, Any]]:
-    """Rows as :func:`assay.jobs.quality_drift.run_quality_drift` returns them (one per α, metric, group)."""
-    specs = [MetricSpec.from_dict(m) for m in metrics]
-    qd.check_request(specs, statistic)
-    alphas = list(alphas if alphas is not None else qd.ALPHAS)
-    started = time.time()
-    samples = draw_task(dataset, alphas, seed, test_fraction, binning)
-    rows: list[dict[str, Any]] = []
-    for test, train in qd.pair_samples([qd.DriftSample.from_dict(s) for s in samples]):
-        signatures = {score_task(test.label, spec.as_dict())["signature"]: spec.name for spec in specs}
-        rows += evaluate_task(test.label, test.as_dict(), train.as_dict() if train else None, signatures,
-                              statistic, seed, n_resamples)
-    parameters = qd.drift_parameters(alphas, seed, statistic, n_resamples, test_fraction, binning)
-    run_id = record_task(dataset, samples, [s.as_dict() for s in specs], parameters, rows, started)
-    return [{**row, "drift_run_id": run_id} for row in rows]
+    """Rows as :func:`assay.jobs.quality_drift.run_quality_drift` returns them (one per α, metric, group):
+    the same runner, with this flow's tasks as its steps."""
+    return qd.run_quality_drift(dataset, [MetricSpec.from_dict(m) for m in metrics],
+                                alphas=alphas if alphas is not None else qd.ALPHAS, seed=seed, statistic=statistic,
+                                n_resamples=n_resamples, test_fraction=test_fraction, binning=binning,
+                                steps=TaskSteps())

@@ -1,6 +1,6 @@
 """The ``rerun`` flow: plan the rerun of a past run (pinned data, identical signature), recompute it
-with the past run's own flow (``score`` or ``evaluate``) as a subflow, record it. Logic in
-:mod:`assay.jobs.reruns`."""
+with the past run's own flow (``score`` or ``evaluate``) as a subflow, record it. The order of the
+steps is :func:`assay.jobs.reruns.run_rerun`'s; this flow hands it its tasks and subflows."""
 
 from __future__ import annotations
 
@@ -23,15 +23,22 @@ def record_task(plan: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
     return reruns.record_rerun(reruns.RerunPlan.from_dict(plan), result)
 
 
+class FlowSteps:
+    """The rerun's steps as Prefect tasks, the recompute as the past run's own flow."""
+
+    def plan(self, run_id: str) -> reruns.RerunPlan:
+        return reruns.RerunPlan.from_dict(plan_task(run_id))
+
+    def score(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        return score_flow(**arguments, progress=False)
+
+    def evaluate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        return evaluate_flow(**arguments)
+
+    def record(self, plan: reruns.RerunPlan, result: dict[str, Any]) -> dict[str, Any]:
+        return record_task(plan.as_dict(), result)
+
+
 @flow(name="rerun")
 def rerun_flow(run_id: str) -> dict[str, Any]:
-    plan = plan_task(run_id)
-    p = plan["parameters"]
-    if plan["kind"] == "score":
-        result = score_flow(plan["dataset"], p["metric"], scope=p["scope"], shard_size=p["shard_size"],
-                            progress=False, allow_languages=bool(p.get("allow_languages", False)),
-                            plan=plan["score_plan"])
-    else:
-        result = evaluate_flow(plan["dataset"], level=p["level"], metrics=p["metrics"], statistics=p["statistics"],
-                               seed=p["seed"], n_resamples=p["n_resamples"], protocol=p["protocol"])
-    return record_task(plan, result)
+    return reruns.run_rerun(run_id, FlowSteps())

@@ -64,7 +64,9 @@ def test_report_renders_in_chromium(shared_data: Path, tmp_path: Path) -> None:
     assert re.findall(r"https?://[^\"'\s<]+", html) == ["http://www.w3.org/2000/svg"] * html.count("<svg")
     # every evaluated signature is cited in the static page (SVG <title>s and the notes)
     rows = evaluations["seg"]["rows"] + evaluations["sys"]["rows"]
-    for signature in {r["signature"] for r in rows}:
+    signatures = {r["signature"] for r in rows}
+    assert {s.split("|")[0] for s in signatures} == {"sentbleu", "chrf", "bleu"}  # what small_state scored
+    for signature in signatures:
         assert f"signature: {signature}" in html and f"<code>{signature}</code>" in html
     # system scores recomputed by the report agree with the evaluation's correlations
     assert "differs from the run" not in html

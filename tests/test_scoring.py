@@ -120,6 +120,8 @@ def test_result_parts_are_immutable_files_recorded_in_the_catalog() -> None:
         assert run.inputs["signature"] == summary["signature"]
         files = session.query(ResultFile).filter_by(run_id=run.id).all()
     assert sorted(f.path for f in files) == sorted(summary["files"])
+    # shards of 10 segments: several parts, which together hold every computed segment
+    assert len(files) > 1 and sum(f.rows for f in files) == summary["computed"]
     for record in files:
         table = pq.read_table(settings.home / record.path)
         assert table.num_rows == record.rows

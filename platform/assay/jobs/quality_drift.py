@@ -47,7 +47,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -307,6 +307,44 @@ def record_drift_run(dataset: str, samples: Sequence[DriftSample], metrics: Sequ
     return run_id
 
 
+class DriftSteps(Protocol):
+    """The steps of the benchmark: in this process the plain functions (:class:`InProcessSteps`),
+    in the ``quality-drift`` flow the same functions as Prefect tasks."""
+
+    def draw(self, dataset: str, alphas: Sequence[float], seed: int, test_fraction: float,
+             binning: str) -> list[DriftSample]: ...
+
+    def score(self, label: str, spec: MetricSpec) -> dict[str, Any]: ...
+
+    def evaluate(self, test: DriftSample, train: DriftSample | None, signatures: dict[str, str], statistic: str,
+                 seed: int, n_resamples: int) -> list[dict[str, Any]]: ...
+
+    def record(self, dataset: str, samples: Sequence[DriftSample], metrics: Sequence[MetricSpec],
+               parameters: dict[str, Any], rows: Sequence[dict[str, Any]], started: float) -> str: ...
+
+
+@dataclass(frozen=True)
+class InProcessSteps:
+    settings: Settings
+
+    def draw(self, dataset: str, alphas: Sequence[float], seed: int, test_fraction: float,
+             binning: str) -> list[DriftSample]:
+        return draw_samples(dataset, alphas=alphas, seed=seed, test_fraction=test_fraction, binning=binning,
+                            settings=self.settings)
+
+    def score(self, label: str, spec: MetricSpec) -> dict[str, Any]:
+        return score_sample(label, spec, self.settings)
+
+    def evaluate(self, test: DriftSample, train: DriftSample | None, signatures: dict[str, str], statistic: str,
+                 seed: int, n_resamples: int) -> list[dict[str, Any]]:
+        return evaluate_sample(test, train, signatures, statistic=statistic, seed=seed, n_resamples=n_resamples,
+                               settings=self.settings)
+
+    def record(self, dataset: str, samples: Sequence[DriftSample], metrics: Sequence[MetricSpec],
+               parameters: dict[str, Any], rows: Sequence[dict[str, Any]], started: float) -> str:
+        return record_drift_run(dataset, samples, metrics, parameters, rows, started, self.settings)
+
+
 def run_quality_drift(
     dataset: str,
     metrics: Sequence[MetricSpec],
@@ -318,6 +356,7 @@ def run_quality_drift(
     test_fraction: float = 0.5,
     binning: str = "quantile",
     settings: Settings | None = None,
+    steps: DriftSteps | None = None,
 ) -> list[dict[str, Any]]:
     """The quality-drift benchmark (BLEURT §5.2, B.3) for existing metrics.
 
@@ -329,19 +368,21 @@ def run_quality_drift(
     evaluated here are fixed ones (a learned metric trained on them, the paper's BLEURT, is
     :mod:`assay.training.robustness`). The seed drives both the sampling and the bootstrap CIs, and is recorded in the
     derivations and in the ``quality-drift`` run.
+
+    The one orchestration of the benchmark: ``steps`` defaults to :class:`InProcessSteps`; the
+    ``quality-drift`` flow hands its tasks.
     """
-    settings = settings or load_settings()
+    steps = steps or InProcessSteps(settings or load_settings())
     check_request(metrics, statistic)
+    alphas = list(alphas)
     started = time.time()
-    samples = draw_samples(dataset, alphas=alphas, seed=seed, test_fraction=test_fraction, binning=binning,
-                           settings=settings)
+    samples = steps.draw(dataset, alphas, seed, test_fraction, binning)
     rows: list[dict[str, Any]] = []
     for test, train in pair_samples(samples):
-        signatures = {score_sample(test.label, spec, settings)["signature"]: spec.name for spec in metrics}
-        rows += evaluate_sample(test, train, signatures, statistic=statistic, seed=seed, n_resamples=n_resamples,
-                                settings=settings)
+        signatures = {steps.score(test.label, spec)["signature"]: spec.name for spec in metrics}
+        rows += steps.evaluate(test, train, signatures, statistic, seed, n_resamples)
     parameters = drift_parameters(alphas, seed, statistic, n_resamples, test_fraction, binning)
-    run_id = record_drift_run(dataset, samples, metrics, parameters, rows, started, settings)
+    run_id = steps.record(dataset, samples, metrics, parameters, rows, started)
     return [{**row, "drift_run_id": run_id} for row in rows]
 
 

@@ -18,7 +18,7 @@ A rerun is a job like any other, *plan -> compute -> record*:
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from assay.catalog.engine import session_scope
 from assay.catalog.models import Run
@@ -93,17 +93,63 @@ def record_rerun(plan: RerunPlan, result: dict[str, Any], settings: Settings | N
     return {"kind": plan.kind, "parent_run_id": plan.parent_run_id, "rerun_id": recorder.run_id, **result}
 
 
+def score_arguments(plan: RerunPlan) -> dict[str, Any]:
+    """The past score run's request, as :func:`assay.jobs.scoring.score_dataset` (and the ``score``
+    flow) take it: the pinned version, the metric, its recorded parameters and the checked plan."""
+    p = plan.parameters
+    return {"dataset": plan.dataset, "metric": p["metric"], "scope": p["scope"], "shard_size": p["shard_size"],
+            "allow_languages": bool(p.get("allow_languages", False)), "plan": plan.score_plan}
+
+
+def evaluate_arguments(plan: RerunPlan) -> dict[str, Any]:
+    """The past evaluate run's request, as :func:`assay.jobs.evaluation.evaluate` (and the
+    ``evaluate`` flow) take it: the pinned version and its recorded level, signatures, statistics,
+    seed, resamples and protocol."""
+    p = plan.parameters
+    return {"dataset": plan.dataset, "level": p["level"], "metrics": p["metrics"], "statistics": p["statistics"],
+            "seed": p["seed"], "n_resamples": p["n_resamples"], "protocol": p["protocol"]}
+
+
+class RerunSteps(Protocol):
+    """The steps of a rerun; in this process the plain functions (:class:`InProcessSteps`), in the
+    ``rerun`` flow the same functions as Prefect tasks and the past run's own flow as a subflow."""
+
+    def plan(self, run_id: str) -> RerunPlan: ...
+
+    def score(self, arguments: dict[str, Any]) -> dict[str, Any]: ...
+
+    def evaluate(self, arguments: dict[str, Any]) -> dict[str, Any]: ...
+
+    def record(self, plan: RerunPlan, result: dict[str, Any]) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class InProcessSteps:
+    settings: Settings
+
+    def plan(self, run_id: str) -> RerunPlan:
+        return plan_rerun(run_id, self.settings)
+
+    def score(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        a = arguments
+        return score_dataset(a["dataset"], MetricSpec.from_dict(a["metric"]), scope=a["scope"],
+                             shard_size=a["shard_size"], allow_languages=a["allow_languages"], settings=self.settings,
+                             plan=ScorePlan.from_dict(a["plan"]) if a["plan"] else None)
+
+    def evaluate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        return evaluate(**arguments, settings=self.settings)
+
+    def record(self, plan: RerunPlan, result: dict[str, Any]) -> dict[str, Any]:
+        return record_rerun(plan, result, self.settings)
+
+
+def run_rerun(run_id: str, steps: RerunSteps) -> dict[str, Any]:
+    """The one orchestration of a rerun: plan, recompute with the past run's own job, record."""
+    plan = steps.plan(run_id)
+    result = steps.score(score_arguments(plan)) if plan.kind == "score" else steps.evaluate(evaluate_arguments(plan))
+    return steps.record(plan, result)
+
+
 def rerun(run_id: str, settings: Settings | None = None) -> dict[str, Any]:
     """Plan, recompute and record a rerun in this process (the ``rerun`` flow runs the same steps)."""
-    settings = settings or load_settings()
-    plan = plan_rerun(run_id, settings)
-    p = plan.parameters
-    if plan.kind == "score":
-        planned = ScorePlan.from_dict(plan.score_plan) if plan.score_plan else None
-        result = score_dataset(plan.dataset, MetricSpec.from_dict(p["metric"]), scope=p["scope"],
-                               shard_size=p["shard_size"], allow_languages=bool(p.get("allow_languages", False)),
-                               settings=settings, plan=planned)
-    else:
-        result = evaluate(plan.dataset, level=p["level"], metrics=p["metrics"], statistics=p["statistics"],
-                          seed=p["seed"], n_resamples=p["n_resamples"], protocol=p["protocol"], settings=settings)
-    return record_rerun(plan, result, settings)
+    return run_rerun(run_id, InProcessSteps(settings or load_settings()))
