@@ -347,26 +347,43 @@ def _log_tail(settings: Settings, lines: int = 15) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def _spawn(settings: Settings, port: int, log: TextIO) -> subprocess.Popen[bytes]:
+#: The starter between a command and its server: it starts the server in a session of its own, prints
+#: its pid and exits, so the server is reparented to init. The server outlives the command by design
+#: and is never the command's child: nothing waits for it, it never lingers as a zombie in a
+#: long-lived process that started it (a notebook, a test session), and no ``Popen`` object of a
+#: running child is left behind (Python warns about one, ``ResourceWarning: subprocess N is still
+#: running``). The daemon's classic double fork, with ``subprocess``.
+_STARTER = (
+    "import subprocess, sys; "
+    "p = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=subprocess.STDOUT, "
+    "start_new_session=True, close_fds=True); "
+    "print(p.pid, flush=True)"
+)
+
+
+def _spawn(settings: Settings, port: int, log: TextIO) -> int:
+    """Start the server process (through :data:`_STARTER`) writing to ``log``; its pid."""
     command = [sys.executable, "-m", PROCESS_MODULE, "--host", HOST, "--port", str(port),
                "--home", str(settings.home), "--idle", f"{settings.server_idle_s:g}"]
     log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} assay starts: {' '.join(command)}\n")
     log.flush()
     # cwd: the server must not pick up a prefect.toml or .env from wherever the first command ran
-    return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                            cwd=settings.server_dir, env=_server_environment(settings), start_new_session=True,
-                            close_fds=True)
+    started = subprocess.run([sys.executable, "-c", _STARTER, *command], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=log, cwd=settings.server_dir,
+                             env=_server_environment(settings), text=True, check=False, timeout=60)
+    if started.returncode != 0 or not started.stdout.strip().isdigit():
+        raise ServerError(f"could not start the local Prefect server: its starter exited with status "
+                          f"{started.returncode}; see {log_path(settings)}")
+    return int(started.stdout.strip())
 
 
-def _wait_ready(settings: Settings, state: ServerState, deadline: float,
-                process: subprocess.Popen[bytes] | None = None) -> str | None:
+def _wait_ready(settings: Settings, state: ServerState, deadline: float) -> str | None:
     """Poll the health check until ``deadline``; None when ready, else why it is not."""
     delay = 0.1
     while True:
         if healthy(state.url):
             return None
-        exited = process.poll() is not None if process is not None else not _alive(state.pid)
-        if exited:
+        if not _alive(state.pid):
             return "the server process exited"
         if time.time() >= deadline:
             return f"it did not answer within {START_TIMEOUT_S:.0f} s"
@@ -388,13 +405,13 @@ def _start(settings: Settings, announce: bool) -> ServerState:
                   f"{settings.server_idle_s:g} s idle, or now with `assay server stop`)",
                   file=sys.stderr, flush=True)
         with open(log_path(settings), "a", encoding="utf-8") as log:
-            process = _spawn(settings, port, log)
-        state = ServerState(process.pid, port, state.url, state.started_at, state.prefect_version,
+            pid = _spawn(settings, port, log)
+        state = ServerState(pid, port, state.url, state.started_at, state.prefect_version,
                             state.idle_limit_s)
         # recorded before it is ready: if this command is interrupted while the server starts,
         # the next one finds the server (and waits for it) instead of starting a second
         _write_state(settings, state)
-        problem = _wait_ready(settings, state, state.started_at + START_TIMEOUT_S, process) or ""
+        problem = _wait_ready(settings, state, state.started_at + START_TIMEOUT_S) or ""
         if not problem:
             return state
         _terminate(state.pid)

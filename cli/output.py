@@ -64,7 +64,7 @@ def print_catalog_table(rows: list[dict[str, Any]]) -> None:
     for column in ("name", "version", "digest", "format", "segment judgments", "system judgments", "outputs"):
         table.add_column(column, justify="right" if "judg" in column or column == "outputs" else "left")
     for row in rows:
-        table.add_row(row["name"], str(row["version"]), row["digest"][:12], row["format"],
+        table.add_row(row["name"], str(row["version_number"]), row["version_digest"][:12], row["format"],
                       f"{row['segment_judgments']:,}", f"{row['system_judgments']:,}", f"{row['outputs']:,}")
     if not rows:
         click.echo("the catalog holds no datasets yet: `assay ingest PATH` or `assay run`")

@@ -52,7 +52,7 @@ def build_package(wmt18: Path, root: Path) -> Path:
 def test_unseen_year_ingests_scores_evaluates_and_reports(shared_data: Path, tmp_path: Path) -> None:
     pkg = build_package(shared_data / "wmt18-da", tmp_path)
     result = ingest_path(pkg)
-    assert result.name == "wmt31"
+    assert result.version.name == "wmt31"
     assert result.row_counts["outputs"] == 10 * LINES and result.row_counts["rankings"] == 80
     assert result.row_counts["systems"] == 10
 

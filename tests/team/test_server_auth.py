@@ -131,7 +131,8 @@ def test_no_password_in_the_catalog_stores_report_or_logs(auth_server: TeamServe
     def assay(*args: str) -> subprocess.CompletedProcess[str]:
         done = subprocess.run([str(ASSAY), *args], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
         assert done.returncode == 0, done.stdout + done.stderr
-        (tmp_path / "assay-output.log").open("a").write(done.stdout + done.stderr)
+        with (tmp_path / "assay-output.log").open("a") as log:
+            log.write(done.stdout + done.stderr)
         return done
 
     assay("db", "upgrade")

@@ -45,6 +45,9 @@ def holder(catalog: Settings) -> Iterator[subprocess.Popen[str]]:
         if process.poll() is None:
             process.kill()
         process.wait(timeout=30)
+        for stream in (process.stdin, process.stdout):
+            if stream is not None:
+                stream.close()
 
 
 def test_the_backend_follows_the_catalog(catalog: Settings) -> None:

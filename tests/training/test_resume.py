@@ -109,7 +109,11 @@ def test_sigkill_then_resume_repeats_and_skips_nothing(
         child.send_signal(signal.SIGKILL)
     finally:
         child.wait(timeout=60)
-    assert child.returncode == -signal.SIGKILL, child.stderr.read() if child.stderr else ""
+        stderr = child.stderr.read() if child.stderr else ""
+        for stream in (child.stdin, child.stdout, child.stderr):
+            if stream is not None:
+                stream.close()
+    assert child.returncode == -signal.SIGKILL, stderr
     assert [e["step"] for e in seen if e["event"] == "save"] == [10, 20]
     work = root / "work-killed"
     assert not (root / "out-killed").exists()

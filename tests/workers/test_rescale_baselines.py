@@ -46,7 +46,7 @@ def test_computed_baseline_is_stored_recorded_and_used_by_rescale() -> None:
     assert "data:wmt99@1" in sidecar["layers"]["4"]["signature"] and "seed:7" in sidecar["layers"]["4"]["signature"]
     with session_scope(settings) as session:
         run = session.get(Run, result["run_id"])
-        assert run is not None and run.kind == "baseline" and run.inputs["dataset_digest"] == version.digest
+        assert run is not None and run.kind == "baseline" and run.inputs["dataset_digest"] == version.version.digest
         assert session.query(ResultFile).filter_by(run_id=run.id, kind="bertscore_baseline").count() == 1
 
     # --rescale uses it: rescaled = (raw - b) / (1 - b), per P, R and F

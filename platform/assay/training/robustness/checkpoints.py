@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
@@ -17,6 +16,7 @@ from sqlalchemy import select
 from assay.catalog.engine import session_scope
 from assay.catalog.models import Checkpoint
 from assay.checkpoints.registry import validate_checkpoint_name
+from assay.checkpoints.store import stored_folder
 from assay.config import Settings
 from assay.training.robustness.experiment import json_digest
 from assay.training.robustness.variants import Variant
@@ -52,9 +52,10 @@ def find_trained(settings: Settings, *, train_digest: str, aspect: str | None, v
                 continue
             if variant.digest is None and (lineage.get("init") or {}).get("folder") != variant.folder:
                 continue
-            if lineage.get("hyperparameters") != wanted or not Path(row.path).is_dir():
+            folder = stored_folder(settings, row.path)
+            if lineage.get("hyperparameters") != wanted or not folder.is_dir():
                 continue
-            return {"name": row.name, "digest": row.digest, "path": row.path, "run_id": row.run_id,
+            return {"name": row.name, "digest": row.digest, "path": str(folder), "run_id": row.run_id,
                     "n_train": int(data[0].get("rows") or 0)}
     return None
 
