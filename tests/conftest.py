@@ -162,19 +162,14 @@ def postgres_url() -> Iterator[str]:
         if services_required():
             pytest.fail(f"PostgreSQL at {PG_ADMIN_URL} is required (ASSAY_REQUIRE_SERVICES): {problem}")
         pytest.skip(f"PostgreSQL not available: {problem}")
+    from tests.team_server import create_database, drop_database
+
     name = f"assay_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    create_database(name)
     try:
         yield PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
     finally:
-        with admin.connect() as conn:
-            conn.execute(text(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :n AND pid <> pg_backend_pid()"
-            ), {"n": name})
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
-        admin.dispose()
+        drop_database(name)
 
 
 @pytest.fixture

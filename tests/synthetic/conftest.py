@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,10 +29,9 @@ from transformers import (
 )
 
 from assay.catalog.engine import reset_engines
+from tests.torch_support import WORDS, one_torch_thread  # noqa: F401  (an autouse fixture)
 
 WMT = ("wmt16-da-seg", "wmt17-da", "wmt18-da")
-WORDS = ["the", "cat", "dog", "sat", "on", "a", "mat", "ran", "to", "red", "big", "old", "one", "two", "three",
-         "four", "five", "six", "seven", "."]
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]
 
 
@@ -63,15 +61,6 @@ def wmt_home(wmt_template: Path, isolated_assay_home: Path) -> Path:
     reset_engines()
     shutil.copytree(wmt_template, isolated_assay_home, dirs_exist_ok=True)
     return isolated_assay_home
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    """Tiny models on a shared 2-core machine: one intra-op thread is faster and deterministic."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _tokenizer() -> BertTokenizer:

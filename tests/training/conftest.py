@@ -17,7 +17,7 @@ import math
 import os
 import random
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,17 +25,7 @@ import pytest
 import torch
 from transformers import BertConfig, BertModel, BertTokenizer
 
-WORDS = ["the", "cat", "dog", "sat", "on", "a", "mat", "ran", "to", "red", "big", "old", "one", "two", "three",
-         "four", "five", "six", "seven", "."]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    """Tiny models on a shared 2-core machine: one intra-op thread is faster and deterministic."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+from tests.torch_support import WORDS, one_torch_thread  # noqa: F401  (an autouse fixture)
 
 
 def _save_tiny_bert(folder: Path, dropout: float) -> Path:

@@ -36,17 +36,7 @@ from assay.workers.bertscore import BERTScorer
 from assay.workers.checkpoint import WEIGHTS_FILE, create_from_encoder
 from assay.workers.encoder import Encoder, load_encoder, model_digest
 from assay.workers.metrics import BLEURT, BERTScore
-
-WORDS = ["the", "cat", "dog", "sat", "on", "a", "mat", "ran", "to", "red", "big", "old", "one", "two", "three",
-         "four", "five", "six", "seven", "."]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+from tests.torch_support import WORDS, one_torch_thread  # noqa: F401  (an autouse fixture)
 
 
 @pytest.fixture(autouse=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import asdict, dataclass
+from typing import Any, Self
 
 from assay import slugs
 from assay.errors import UsageError
@@ -108,3 +108,23 @@ class VersionRef:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> VersionRef:
         return cls(str(data["name"]), int(data["number"]), str(data["digest"]))
+
+
+class VersionedRecord:
+    """A mixin for a frozen dataclass that describes one stored dataset version (a drift sample, a
+    side of a split) in its ``version`` field: its ``label``, and plain JSON for flow parameters."""
+
+    version: VersionRef
+
+    @property
+    def label(self) -> str:
+        return self.version.label
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON (a flow parameter): the fields, ``version`` as :meth:`VersionRef.as_dict`, and ``label``."""
+        return {**asdict(self), "label": self.label}  # type: ignore[call-overload]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        fields = {k: v for k, v in data.items() if k != "label"}
+        return cls(**{**fields, "version": VersionRef.from_dict(fields["version"])})

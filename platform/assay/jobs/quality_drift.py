@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -57,7 +57,7 @@ from assay.catalog.engine import session_scope
 from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED, Settings, load_settings
 from assay.datasets import store
 from assay.datasets.human import human_array
-from assay.datasets.names import VersionRef
+from assay.datasets.names import VersionedRecord, VersionRef
 from assay.errors import UsageError
 from assay.jobs.evaluation import SEG_STATS, evaluate
 from assay.jobs.ingest import derive_version
@@ -73,7 +73,7 @@ SPLITS = ("train", "test")
 
 
 @dataclass(frozen=True)
-class DriftSample:
+class DriftSample(VersionedRecord):
     """One stored sample: a derived dataset version."""
 
     alpha: float
@@ -83,19 +83,6 @@ class DriftSample:
     rows: int
     pool_rows: int
     mean_human: float
-
-    @property
-    def label(self) -> str:
-        return self.version.label
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain JSON (a flow parameter): the fields, ``version`` as :meth:`VersionRef.as_dict`, and ``label``."""
-        return {**asdict(self), "label": self.label}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> DriftSample:
-        fields = {k: v for k, v in data.items() if k != "label"}
-        return cls(**{**fields, "version": VersionRef.from_dict(fields["version"])})
 
 
 # --- the protocol, on arrays ------------------------------------------------------------------

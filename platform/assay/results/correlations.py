@@ -13,17 +13,9 @@ the system-level points are :mod:`assay.results.system_points`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
 import pyarrow as pa
 
-from assay.config import Settings
 from assay.results import parts
-
-if TYPE_CHECKING:
-    import duckdb
 
 STORE = "correlations"
 ROOT = parts.root(STORE)
@@ -54,24 +46,8 @@ SCHEMA = pa.schema([
     pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
 ])
 
-
-def write(settings: Settings, dataset: str, run_id: str, rows: Sequence[dict[str, Any]]) -> Path:
-    """Write one run's rows as one part; returns its path relative to ``ASSAY_HOME``."""
-    return parts.write_part(settings, STORE, ("dataset", dataset), run_id, pa.Table.from_pylist(rows, schema=SCHEMA),
-                            SCHEMA)
-
-
-def files(settings: Settings, dataset: str | None = None, run_id: str | None = None) -> list[Path]:
-    """The parts (of one dataset, of one run)."""
-    return parts.part_files(settings, STORE, ("dataset", dataset) if dataset else None, run_id)
-
-
-def read_run(settings: Settings, dataset: str, run_id: str) -> list[dict[str, Any]]:
-    """Every row one evaluation run stored for ``dataset``."""
-    return parts.read_files(files(settings, dataset, run_id), SCHEMA).to_pylist()
-
-
-def sql_source(con: duckdb.DuckDBPyConnection, settings: Settings, dataset: str | None = None) -> str | None:
-    """A DuckDB ``FROM`` source over every stored correlation (of one dataset); None: there is none."""
-    found = files(settings, dataset)
-    return parts.sql_source(con, found, SCHEMA) if found else None
+PARTS = parts.RunParts(STORE, SCHEMA)
+write = PARTS.write
+files = PARTS.files
+read_run = PARTS.read_run
+sql_source = PARTS.sql_source

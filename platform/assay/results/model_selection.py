@@ -10,8 +10,6 @@ human-metric Pearson r and the sizes and seed of the hybrid draws (:mod:`assay.j
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -45,13 +43,10 @@ SCHEMA = pa.schema([
     pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
 ])
 
-
-def write(settings: Settings, dataset: str, run_id: str, rows: Sequence[dict[str, Any]]) -> Path:
-    """Write one run's rows as one part; returns its path relative to ``ASSAY_HOME``."""
-    return parts.write_part(settings, STORE, ("dataset", dataset), run_id, pa.Table.from_pylist(rows, schema=SCHEMA),
-                            SCHEMA)
+PARTS = parts.RunParts(STORE, SCHEMA)
+write = PARTS.write
 
 
 def read(settings: Settings) -> list[dict[str, Any]]:
     """Every stored row, of every dataset and run."""
-    return parts.read_files(parts.part_files(settings, STORE), SCHEMA).to_pylist()
+    return PARTS.read(settings).to_pylist()

@@ -19,8 +19,9 @@ that lacks a column of the declared schema (written before the column existed) r
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -102,3 +103,35 @@ def sql_source(con: duckdb.DuckDBPyConnection, files: Sequence[Path], schema: pa
     renamed = ", ".join((f'COALESCE("{new}", "{old}")' if new in found else f'"{old}"') + f' AS "{new}"'
                         for old, new in legacy.items())
     return f"(SELECT * EXCLUDE ({dropped}), {renamed} FROM {scan})"
+
+
+@dataclass(frozen=True)
+class RunParts:
+    """A store of one part per run and dataset (``results/<store>/dataset=<name>/``), in ``schema``:
+    the reads and writes that the correlation, significance, system-point and model-selection
+    stores share."""
+
+    store: str
+    schema: pa.Schema
+
+    def write(self, settings: Settings, dataset: str, run_id: str, rows: Sequence[dict[str, Any]]) -> Path:
+        """Write one run's rows as one part; returns its path relative to ``ASSAY_HOME``."""
+        table = pa.Table.from_pylist(list(rows), schema=self.schema)
+        return write_part(settings, self.store, ("dataset", dataset), run_id, table, self.schema)
+
+    def files(self, settings: Settings, dataset: str | None = None, run_id: str | None = None) -> list[Path]:
+        """The parts (of one dataset, of one run)."""
+        return part_files(settings, self.store, ("dataset", dataset) if dataset else None, run_id)
+
+    def read(self, settings: Settings, dataset: str | None = None, run_id: str | None = None) -> pa.Table:
+        """The stored rows (of one dataset, of one run), upgraded to the schema."""
+        return read_files(self.files(settings, dataset, run_id), self.schema)
+
+    def read_run(self, settings: Settings, dataset: str, run_id: str) -> list[dict[str, Any]]:
+        """Every row one run stored for ``dataset``."""
+        return self.read(settings, dataset, run_id).to_pylist()
+
+    def sql_source(self, con: duckdb.DuckDBPyConnection, settings: Settings, dataset: str | None = None) -> str | None:
+        """A DuckDB ``FROM`` source over every stored row (of one dataset); None when there is none."""
+        found = self.files(settings, dataset)
+        return sql_source(con, found, self.schema) if found else None

@@ -10,8 +10,6 @@ every statistic of the run), so the report draws the points without recomputing 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -37,14 +35,11 @@ SCHEMA = pa.schema([
     pa.field("metric_score", pa.float64(), nullable=False),  # corpus score or mean segment score
 ])
 
-
-def write(settings: Settings, dataset: str, run_id: str, rows: Sequence[dict[str, Any]]) -> Path:
-    """Write one run's rows as one part; returns its path relative to ``ASSAY_HOME``."""
-    return parts.write_part(settings, STORE, ("dataset", dataset), run_id, pa.Table.from_pylist(rows, schema=SCHEMA),
-                            SCHEMA)
+PARTS = parts.RunParts(STORE, SCHEMA)
+write = PARTS.write
 
 
 def read(settings: Settings, dataset: str, run_id: str, signature: str) -> list[dict[str, Any]]:
     """The points run ``run_id`` stored for ``signature`` on ``dataset``."""
-    table = parts.read_files(parts.part_files(settings, STORE, ("dataset", dataset), run_id), SCHEMA)
+    table = PARTS.read(settings, dataset, run_id)
     return table.filter(pc.equal(table.column("signature"), signature)).to_pylist()

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -22,7 +21,7 @@ import pyarrow.compute as pc
 
 from assay.config import Settings
 from assay.datasets.human import human_array
-from assay.datasets.names import VersionRef
+from assay.datasets.names import VersionedRecord, VersionRef
 from assay.errors import UsageError
 from assay.jobs.ingest import derive_version
 from assay.training.robustness.experiment import dataset_of, json_digest
@@ -34,7 +33,7 @@ SPLIT_KIND = "webnlg-split"
 
 
 @dataclass(frozen=True)
-class SplitSample:
+class SplitSample(VersionedRecord):
     """One stored side of a split: a derived dataset version."""
 
     by: str
@@ -48,19 +47,6 @@ class SplitSample:
     n_units: int
     share_actual: float
     """train units / all units (``round(share · n)`` of ``n``)"""
-
-    @property
-    def label(self) -> str:
-        return self.version.label
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain JSON (a flow parameter): the fields, ``version`` as :meth:`VersionRef.as_dict`, and ``label``."""
-        return {**asdict(self), "label": self.label}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SplitSample:
-        fields = {k: v for k, v in data.items() if k != "label"}
-        return cls(**{**fields, "version": VersionRef.from_dict(fields["version"])})
 
 
 def split_name(dataset: str, by: str, share: float, side: str) -> str:
