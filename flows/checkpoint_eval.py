@@ -45,7 +45,8 @@ def check_scored_digest(item: ledger.WorkItem, signature: str) -> None:
                          f"the ledger's key is {item.checkpoint_digest}")
 
 
-@task(name="claim-work-item", task_run_name="claim {item[checkpoint_name]} on {item[version][label]}", **RETRY_TRANSIENT)
+@task(name="claim-work-item", task_run_name="claim {item[checkpoint_name]} on {item[version][label]}",
+      **RETRY_TRANSIENT)
 def claim_task(item: dict[str, Any], flow_run_id: str | None) -> dict[str, Any] | None:
     claim = ledger.claim(load_settings(), ledger.WorkItem.from_dict(item), flow_run_id=flow_run_id)
     return None if claim is None else claim.as_dict()
