@@ -216,13 +216,12 @@ def _remove_state(settings: Settings) -> None:
 
 
 @contextlib.contextmanager
-def flow_in_progress(settings: Settings) -> Iterator[None]:
-    """Hold the flow lease (a shared ``flock`` on ``server_dir/flows``) while a flow runs: the
-    background server does not stop for idleness while any command holds it. The kernel releases it
+def _flocked(path: Path, operation: int) -> Iterator[None]:
+    """Hold an ``flock`` (``LOCK_SH`` or ``LOCK_EX``) on ``path`` for the block; the kernel releases it
     when the process ends, however it ends."""
-    settings.server_dir.mkdir(parents=True, exist_ok=True)
-    with open(settings.server_dir / FLOW_LEASE_FILE, "a+") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as handle:
+        fcntl.flock(handle.fileno(), operation)
         try:
             yield
         finally:
@@ -230,15 +229,18 @@ def flow_in_progress(settings: Settings) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def flow_in_progress(settings: Settings) -> Iterator[None]:
+    """Hold the flow lease (a shared lock on ``server_dir/flows``) while a flow runs: the background
+    server does not stop for idleness while any command holds it."""
+    with _flocked(settings.server_dir / FLOW_LEASE_FILE, fcntl.LOCK_SH):
+        yield
+
+
+@contextlib.contextmanager
 def _locked(settings: Settings) -> Iterator[None]:
     """Hold ``server_dir/lock`` exclusively: one process at a time checks, starts or stops."""
-    settings.server_dir.mkdir(parents=True, exist_ok=True)
-    with open(settings.server_dir / LOCK_FILE, "a+") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    with _flocked(settings.server_dir / LOCK_FILE, fcntl.LOCK_EX):
+        yield
 
 
 # --- the process ------------------------------------------------------------------------------
