@@ -47,13 +47,19 @@ class MarkedText:
 
 
 def parse_span(marked: str, *, path: str | Path | None = None, line: int | None = None,
-               column: str | None = None) -> MarkedText:
+               column: str | None = None, close_at_end: bool = False) -> MarkedText:
     """Split ``marked`` into the clean text and the character offsets of its ``<v>...</v>`` span.
 
     ``path``, ``line`` and ``column`` only make the error message point at the defect.
+    ``close_at_end`` reads a single ``<v>`` that is never closed as a span running to the end of
+    the text. It is off by default; the TED en-de release has one such row (line 6,444 of
+    ``mqm_ted_ende.tsv``, ``...und sozialer Mobilität. <v>?``), which an ingest may choose to accept.
     """
     opens = _positions(marked, OPEN)
     closes = _positions(marked, CLOSE)
+    if close_at_end and len(opens) == 1 and not closes:
+        return MarkedText(marked[:opens[0]] + marked[opens[0] + len(OPEN):], opens[0],
+                          len(marked) - len(OPEN))
     if not opens and not closes:
         return MarkedText(marked)
     if len(opens) == 1 and len(closes) == 1 and opens[0] < closes[0]:
