@@ -76,6 +76,7 @@ class WeightingScheme:
     _table: dict[tuple[str, ...], float] = field(init=False, repr=False, compare=False)
     _severities: frozenset[str] = field(init=False, repr=False, compare=False)
     _unweighted: frozenset[str] = field(init=False, repr=False, compare=False)
+    _known: str = field(init=False, repr=False, compare=False)  # the severities as written
 
     def __post_init__(self) -> None:
         table: dict[tuple[str, ...], float] = {}
@@ -89,6 +90,9 @@ class WeightingScheme:
         unweighted = {levels(s)[0] for s in self.unweighted}
         object.__setattr__(self, "_severities", frozenset({k[0] for k in table} | unweighted))
         object.__setattr__(self, "_unweighted", frozenset(unweighted))
+        written = {p.split(SEPARATOR)[0].strip(): None for p, _ in self.rules}
+        written.update({s.strip(): None for s in self.unweighted})
+        object.__setattr__(self, "_known", ", ".join(written))
 
     @classmethod
     def parse(cls, text: str) -> WeightingScheme:
@@ -139,7 +143,7 @@ class WeightingScheme:
         """
         items = levels(severity, category)
         if not items or items[0] not in self._severities:
-            known = ", ".join(sorted(self._severities))
+            known = self._known
             if path is not None:
                 raise InputError(path, f"unknown MQM severity {severity!r}", line=line,
                                  expected=f"one of {known}")
