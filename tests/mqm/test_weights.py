@@ -36,7 +36,7 @@ def test_the_most_specific_rule_wins_three_levels_deep() -> None:
 
 
 def test_unknown_severity_is_an_error() -> None:
-    with pytest.raises(UsageError, match="unknown MQM severity 'Critical'.*Major"):
+    with pytest.raises(UsageError, match=r"unknown MQM severity 'Critical'.*Major"):
         MTME.weight("Critical", "Accuracy/Mistranslation")
     with pytest.raises(InputError) as excinfo:
         MTME.weight("Critical", "Accuracy", path="ratings.tsv", line=9)
@@ -66,7 +66,7 @@ def test_parse_round_trips_and_reads_patterns_with_spaces() -> None:
     ("Major//Fluency:1", "empty level"),
 ])
 def test_bad_text_is_a_clear_usage_error(text: str, message: str) -> None:
-    with pytest.raises(UsageError, match="MQM weights: .*" + message.replace("(", r"\(")):
+    with pytest.raises(UsageError, match=r"MQM weights: .*" + message.replace("(", r"\(")):
         WeightingScheme.parse(text)
 
 
@@ -77,7 +77,8 @@ def test_signatures_follow_content_not_names() -> None:
                                  "Neutral:0 Minor:1.0 MAJOR:5")
     assert same.signature == "mqm-weights:mtme" and same.name == "mtme"
     custom = scheme("Major:10 Minor:1 Neutral:0")
-    assert custom.signature.startswith("mqm-weights:custom-") and len(custom.signature) == len("mqm-weights:custom-") + 12
+    prefix = "mqm-weights:custom-"
+    assert custom.signature.startswith(prefix) and len(custom.signature) == len(prefix) + 12
     assert custom.signature == WeightingScheme.parse("Major:10 Minor:1 Neutral:0").signature
     assert custom.signature != WeightingScheme.parse("Major:10 Minor:1.5 Neutral:0").signature
     with pytest.raises(UsageError, match="unknown MQM weighting scheme 'google'"):
