@@ -62,7 +62,7 @@ from assay.errors import UsageError
 from assay.jobs.evaluation import SEG_STATS, evaluate
 from assay.jobs.ingest import derive_version
 from assay.jobs.runs import RunRecorder
-from assay.jobs.scoring import compute_plan, plan_scoring
+from assay.jobs.scoring import score_dataset
 from assay.metrics.registry import MetricSpec, metric_class
 
 #: The skew factors of the paper's Figure 1 and 2.
@@ -251,8 +251,7 @@ def check_request(metrics: Sequence[MetricSpec], statistic: str) -> None:
 
 def score_sample(label: str, spec: MetricSpec, settings: Settings | None = None) -> dict[str, Any]:
     """Score one sample's judged segments; cached keys (the parent's scores) are not recomputed."""
-    settings = settings or load_settings()
-    return compute_plan(plan_scoring(label, spec, scope="judged", settings=settings), settings)  # exactly once
+    return score_dataset(label, spec, scope="judged", settings=settings)  # exactly once, as any scoring
 
 
 def evaluate_sample(test: DriftSample, train: DriftSample | None, signatures: dict[str, str], *,
