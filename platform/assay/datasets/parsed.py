@@ -9,7 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from assay.datasets.schema import TABLES, parser_schema
+from assay.datasets.schema import OPTIONAL_TABLES, TABLES, parser_schema
 from assay.errors import PluginError
 
 
@@ -36,7 +36,8 @@ class ParsedDataset:
     """The result of parsing one input: canonical tables (without ``dataset``/``version``).
 
     ``tables`` maps a table name from :data:`assay.datasets.schema.TABLES` to an Arrow table with
-    exactly :func:`parser_schema` of that name. Absent tables are empty.
+    exactly :func:`parser_schema` of that name. Absent tables are empty; an optional table
+    (:data:`assay.datasets.schema.OPTIONAL_TABLES`, e.g. MQM ``errors``) is present only when given.
     ``warnings`` are recoverable quirks (recorded on the dataset version), each one sentence.
     """
 
@@ -58,6 +59,14 @@ class ParsedDataset:
                     f"parser {self.format!r} produced table {name!r} with schema "
                     f"{table.schema} instead of {expected}"
                 )
+        for name, table in self.tables.items():
+            if name in TABLES:
+                continue
+            if name not in OPTIONAL_TABLES:
+                raise PluginError(f"parser {self.format!r} produced an unknown table {name!r}")
+            if not table.schema.equals(parser_schema(name)):
+                raise PluginError(f"parser {self.format!r} produced table {name!r} with schema "
+                                  f"{table.schema} instead of {parser_schema(name)}")
 
     def row_counts(self) -> dict[str, int]:
         return {name: table.num_rows for name, table in self.tables.items()}

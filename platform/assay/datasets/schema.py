@@ -16,6 +16,18 @@ Every ingested dataset version is stored as these Parquet tables (see ``docs/STO
     Relative-ranking pairs (WMT DARR ``RR-seglevel.csv``): for a segment, one system's output was
     judged better than another's.
 
+Two more tables exist only where a release has error annotations (MQM, :mod:`assay.mqm`); a version
+without them has no file for them, so adding them changed no earlier version's digest:
+
+``errors``
+    One row per error a rater marked: system, segment, rater, side (``target`` or ``source``), the
+    character offsets of its span in the clean text (null for an error without a span, such as an
+    omission), category path and severity, and the line of the release it came from.
+``ratings``
+    One row per (system, segment, rater): the rater's penalty (the weighted sum of their errors under
+    the version's weighting scheme, named in ``scheme``) and their error count. The segment's human
+    score is minus the mean penalty over its raters.
+
 The columns ``dataset`` and ``version_digest`` (the first 12 hex digits of the version's digest)
 are filled in by the store; parsers leave them out. Versions written before the column was renamed
 call it ``version``; :data:`LEGACY_STORE_COLUMNS` maps the old names to the new, and the store
@@ -93,11 +105,56 @@ RANKINGS = pa.schema(
     ]
 )
 
+ERRORS = pa.schema(
+    [
+        pa.field("dataset", pa.string(), nullable=False),
+        pa.field("version_digest", pa.string(), nullable=False),
+        pa.field("group", pa.string(), nullable=False),
+        pa.field("item_id", pa.string(), nullable=False),
+        pa.field("segment_id", pa.string(), nullable=False),
+        pa.field("system", pa.string(), nullable=False),
+        pa.field("rater", pa.string(), nullable=False),
+        # where the span is: "target" (the rated output) or "source"
+        pa.field("side", pa.string(), nullable=False),
+        # character offsets of the span in the clean text of that side; null without a span
+        pa.field("start", pa.int32()),
+        pa.field("end", pa.int32()),
+        # hierarchical category path as the release spells it ("Accuracy/Mistranslation")
+        pa.field("category", pa.string(), nullable=False),
+        pa.field("severity", pa.string(), nullable=False),
+        # the physical line of the release file the error came from (1-based)
+        pa.field("line", pa.int32(), nullable=False),
+    ]
+)
+
+RATINGS = pa.schema(
+    [
+        pa.field("dataset", pa.string(), nullable=False),
+        pa.field("version_digest", pa.string(), nullable=False),
+        pa.field("group", pa.string(), nullable=False),
+        pa.field("item_id", pa.string(), nullable=False),
+        pa.field("segment_id", pa.string(), nullable=False),
+        pa.field("system", pa.string(), nullable=False),
+        pa.field("rater", pa.string(), nullable=False),
+        # the weighting scheme's signature (assay.mqm.weights), e.g. "mqm-weights:mtme"
+        pa.field("scheme", pa.string(), nullable=False),
+        # sum of the rater's error weights on the segment (>= 0; the score is minus the mean)
+        pa.field("penalty", pa.float64(), nullable=False),
+        pa.field("errors", pa.int32(), nullable=False),
+    ]
+)
+
 TABLES: dict[str, pa.Schema] = {
     "segments": SEGMENTS,
     "systems": SYSTEMS,
     "outputs": OUTPUTS,
     "rankings": RANKINGS,
+}
+
+#: tables a version holds only when its release has them (absent otherwise, no empty file)
+OPTIONAL_TABLES: dict[str, pa.Schema] = {
+    "errors": ERRORS,
+    "ratings": RATINGS,
 }
 
 #: Columns the store adds; parsers produce every other column.
@@ -108,5 +165,5 @@ LEGACY_STORE_COLUMNS = {"version": "version_digest"}
 
 def parser_schema(table: str) -> pa.Schema:
     """The schema a parser produces for ``table``: the canonical one without store columns."""
-    schema = TABLES[table]
+    schema = TABLES.get(table) or OPTIONAL_TABLES[table]
     return pa.schema([f for f in schema if f.name not in STORE_COLUMNS])

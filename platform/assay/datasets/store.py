@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 
 from assay.atomic import atomic_path
 from assay.config import Settings
-from assay.datasets.schema import LEGACY_STORE_COLUMNS, TABLES
+from assay.datasets.schema import LEGACY_STORE_COLUMNS, OPTIONAL_TABLES, TABLES
 from assay.errors import CatalogError, NotFoundError
 from assay.provenance import short
 
@@ -46,7 +46,7 @@ def with_store_columns(table: pa.Table, table_name: str, dataset: str, digest: s
     n = table.num_rows
     full = table.add_column(0, "version_digest", pa.array([short(digest)] * n, pa.string()))
     full = full.add_column(0, "dataset", pa.array([dataset] * n, pa.string()))
-    return full.cast(TABLES[table_name])
+    return full.cast(TABLES.get(table_name) or OPTIONAL_TABLES[table_name])
 
 
 def write_version(
@@ -94,9 +94,16 @@ def check_manifest(folder: Path, digest: str) -> None:
 
 
 def table_path(settings: Settings, store_path: str, table: str) -> Path:
-    if table not in TABLES and table not in OTHER_TABLES:
-        raise NotFoundError(f"a dataset version has no table {table!r} (tables: {', '.join([*TABLES, *OTHER_TABLES])})")
+    if table not in TABLES and table not in OPTIONAL_TABLES and table not in OTHER_TABLES:
+        known = ", ".join([*TABLES, *OPTIONAL_TABLES, *OTHER_TABLES])
+        raise NotFoundError(f"a dataset version has no table {table!r} (tables: {known})")
     return settings.home / store_path / f"{table}.parquet"
+
+
+def has_table(settings: Settings, store_path: str, table: str) -> bool:
+    """Whether a stored version holds ``table`` (an optional table such as MQM ``errors`` is
+    there only for releases that have it)."""
+    return table_path(settings, store_path, table).is_file()
 
 
 def read_table(settings: Settings, store_path: str, table: str) -> pa.Table:

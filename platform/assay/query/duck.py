@@ -20,7 +20,7 @@ from assay.catalog.engine import session_scope
 from assay.config import Settings, load_settings
 from assay.datasets import store
 from assay.datasets.names import DatasetRef
-from assay.datasets.schema import TABLES
+from assay.datasets.schema import OPTIONAL_TABLES, TABLES
 from assay.errors import UsageError
 from assay.query.literals import sql_literal
 
@@ -45,6 +45,10 @@ def dataset_views(settings: Settings, pins: list[str] | None = None) -> dict[str
         for version in chosen:
             for table in TABLES:
                 views[view_name(version.dataset.name, table)] = store.table_path(settings, version.store_path, table)
+            for table in OPTIONAL_TABLES:
+                if store.has_table(settings, version.store_path, table):
+                    views[view_name(version.dataset.name, table)] = store.table_path(settings, version.store_path,
+                                                                                     table)
     return views
 
 
@@ -86,7 +90,7 @@ def run_user_query(
             raise UsageError(f"`assay sql` is read-only: {kind} statements are not allowed")
     views = dataset_views(settings, pins)
     union: dict[str, str] = {}
-    for table in TABLES:
+    for table in [*TABLES, *OPTIONAL_TABLES]:
         parts = [f'SELECT * FROM "{v}"' for v in views if _table_of(v, views) == table]
         if parts and table not in views:
             union[table] = " UNION ALL BY NAME ".join(parts)

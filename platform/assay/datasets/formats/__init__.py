@@ -29,13 +29,14 @@ class Format(Protocol):
 
 def registry() -> dict[str, Format]:
     """All known formats by name, in detection order (most specific first)."""
-    from assay.datasets.formats import generic, huse, webnlg2017, wmt16_daseg, wmt_da
+    from assay.datasets.formats import generic, huse, mqm_tsv, webnlg2017, wmt16_daseg, wmt_da
 
     formats: list[Format] = [
         wmt_da.FORMAT,
         wmt16_daseg.FORMAT,
         webnlg2017.FORMAT,
         huse.FORMAT,
+        mqm_tsv.FORMAT,
         generic.FORMAT,
     ]
     return {f.name: f for f in formats}
