@@ -393,8 +393,8 @@ def _read_release(files: InputFiles, path: Path, weights: WeightingScheme, optio
             weights.weight(severity, category, path=path, line=number)  # raises: unknown severity
         source_marked, target_marked = cells[i_source], cells[i_target]
         close = {}
-        for column, marked in (("source", source_marked), ("target", target_marked)):
-            at_end = marked.count(OPEN) == 1 and CLOSE not in marked
+        for column, raw in (("source", source_marked), ("target", target_marked)):
+            at_end = raw.count(OPEN) == 1 and CLOSE not in raw
             close[column] = at_end
             unclosed += at_end
         source = parse_span(source_marked, path=path, line=number, column="source", close_at_end=close["source"])
