@@ -19,11 +19,17 @@ from assay.cli.output import emit_json, print_catalog_table, version_summary
 @click.option("--name", help="Dataset name (default: derived, e.g. wmt17 for a WMT17 package).")
 @click.option("--option", "-o", "option_pairs", multiple=True, metavar="KEY=VALUE",
               help="Format option, e.g. column declarations for the generic format (repeatable).")
+@click.option("--mqm-weights", metavar="SCHEME",
+              help="MQM: the weighting scheme of the human score, a name (mtme, the default) or rules like "
+                   "'Major:5 Minor:1 Minor/Fluency/Punctuation:0.1'. Part of the score's identity.")
+@click.option("--reference-system", metavar="SYSTEM",
+              help="MQM: the rated system whose text is the reference (default: the one named ref, refA, ...).")
 @click.option("--reparse", is_flag=True,
               help="Parse even if the source files are unchanged (after upgrading Assay's parsers).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def ingest_command(path: Path, format_name: str | None, name: str | None,
-                   option_pairs: tuple[str, ...], reparse: bool, as_json: bool) -> None:
+                   option_pairs: tuple[str, ...], mqm_weights: str | None, reference_system: str | None,
+                   reparse: bool, as_json: bool) -> None:
     """Ingest a human-judgment release (a folder or a file) as a new dataset version.
 
     Identical content is a no-op that returns the existing version; changed content becomes a
@@ -37,6 +43,10 @@ def ingest_command(path: Path, format_name: str | None, name: str | None,
     from assay.jobs.ingest import find_unchanged
 
     options = parse_options(option_pairs)
+    if mqm_weights:
+        options["mqm_weights"] = mqm_weights
+    if reference_system:
+        options["reference_system"] = reference_system
     unchanged = None if reparse else find_unchanged(path, format_name=format_name, name=name, options=options)
     if unchanged is not None:
         results = [unchanged.as_dict()]

@@ -23,24 +23,36 @@ STAT_HELP = ("pearson, spearman, kendall (tau-b), kendall_c, kendall_like (DARR)
 @click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Bootstrap and permutation seed.")
 @click.option("--resamples", type=int, default=DEFAULT_RESAMPLES, show_default=True,
               help="Bootstrap/permutation resamples.")
-@click.option("--protocol", help="WMT protocol, e.g. wmt17 or wmt18 (default: from the dataset's year).")
+@click.option("--protocol", help="WMT protocol, e.g. wmt17 or wmt18 (default: from the dataset's year); wmt24 "
+              "evaluates the WMT24 protocol on MQM data: system-level SPA, item-grouped acc-t and their mean.")
+@click.option("--permutations", "n_permutations", type=int, default=1000, show_default=True,
+              help="wmt24: permutations of SPA's pairwise system p-values.")
+@click.option("--include-human/--exclude-human", "include_human", default=None,
+              help="Evaluate human translations (is_human) as candidates too (default: the release's rule; "
+                   "MQM releases leave them out, as mt-metrics-eval does without --include_human).")
+@click.option("--rater", help="MQM: correlate with this rater's scores instead of the mean over raters.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of rows.")
 def evaluate_command(dataset: str, level: str, metrics: tuple[str, ...], statistics: tuple[str, ...], seed: int,
-                     resamples: int, protocol: str | None, as_json: bool) -> None:
+                     resamples: int, protocol: str | None, n_permutations: int, include_human: bool | None,
+                     rater: str | None, as_json: bool) -> None:
     """Correlate every metric scored on a dataset version with the human scores, per group and overall,
     with bootstrap confidence intervals and significance clusters."""
     from assay.cli.runner import run_evaluate_flow
 
     result = run_evaluate_flow(dataset, level=level, metrics=list(metrics) or None,
                                statistics=list(statistics) or None, seed=seed, n_resamples=resamples,
-                               protocol=protocol)
+                               protocol=protocol, include_human=include_human, rater=rater,
+                               n_permutations=n_permutations)
     if as_json:
         emit_json(result["rows"])
         return
-    click.echo(f"{result['dataset']} level {level} ({result['protocol']}), run {result['run_id']}")
-    print_rows(result["rows"], ["group", "aspect", "statistic", "rank", "cluster", "metric", "value", "ci", "n"])
+    click.echo(f"{result['dataset']} level {result['level']} ({result['protocol']}), run {result['run_id']}")
+    columns = ["group", "aspect", "statistic", "rank", "cluster", "metric", "value", "ci", "n"]
+    print_rows(result["rows"], ["level", *columns] if result["level"] == "wmt24" else columns)
     for note in result["skipped"]:
         click.echo(f"  skipped (incomplete scores): {note}")
+    for note in result.get("notes", []):
+        click.echo(f"  note: {note}")
 
 
 @click.command("leaderboard")

@@ -13,6 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from assay.datasets.schema import OPTIONAL_TABLES
 from assay.results import parts
 from assay.results.schemas import SCHEMAS
 
@@ -35,9 +36,9 @@ def code_columns(schema: pa.Schema) -> list[Column]:
     return [(f.name, type_text(f.type) + (", null" if f.nullable else "")) for f in schema]
 
 
-def documented_schemas(text: str) -> dict[str, list[Column]]:
-    """store -> [(column, type)] from the "Results schemas" section's tables."""
-    section = text.split("### Results schemas", 1)[1].split("\n### ", 1)[0]
+def documented_schemas(text: str, section_title: str = "### Results schemas") -> dict[str, list[Column]]:
+    """store -> [(column, type)] from the tables of a section ("Results schemas" by default)."""
+    section = text.split(section_title, 1)[1].split("\n### ", 1)[0].split("\n## ", 1)[0]
     tables: dict[str, list[Column]] = {}
     for block in re.split(r"^#### ", section, flags=re.MULTILINE)[1:]:
         name = re.match(r"`([a-z_]+)`", block)
@@ -90,3 +91,10 @@ def test_storage_md_lists_every_renamed_column() -> None:
     text = STORAGE.read_text(encoding="utf-8").split("### Renamed columns", 1)[1].split("\n## ", 1)[0]
     listed = dict(re.findall(r"^\| `([a-z_]+)` \| `([a-z_]+)` \|", text, flags=re.MULTILINE))
     assert listed == parts.RENAMED
+
+
+def test_the_mqm_tables_in_storage_md_are_the_code_s() -> None:
+    # the optional dataset tables of error-annotated releases (errors, ratings)
+    documented = documented_schemas(STORAGE.read_text(encoding="utf-8"), "### MQM versions")
+    assert set(documented) == set(OPTIONAL_TABLES) == {"errors", "ratings"}
+    assert mismatches(documented, OPTIONAL_TABLES) == []

@@ -52,14 +52,18 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
 
 from assay.catalog.dataset_versions import resolve
 from assay.catalog.engine import session_scope
 from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED, Settings, load_settings
-from assay.datasets import store
 from assay.datasets.human import human_array, human_score
 from assay.errors import UsageError
+from assay.jobs.evaluation_cells import Cell, Resamples
+from assay.jobs.judgments import JudgmentFilter
+from assay.jobs.protocol_wmt24 import DEFAULT_PERMUTATIONS, wmt24_cells
+from assay.jobs.protocol_wmt24 import LEVELS as WMT24_LEVELS
+from assay.jobs.protocol_wmt24 import PROTOCOL as PROTOCOL_WMT24
+from assay.jobs.protocol_wmt24 import STATISTICS as WMT24_STATISTICS
 from assay.jobs.runs import RecordedFile, RunRecorder, new_run_id
 from assay.metrics.registry import metric_class
 from assay.provenance import code_version
@@ -76,10 +80,9 @@ from assay.stats import (
     tie_calibration,
     williams_test,
 )
-from assay.stats.bootstrap import paired_bootstrap_p_value, percentile_interval, resample_indices
+from assay.stats.bootstrap import paired_bootstrap_p_value
 from assay.stats.resampled import (
     ResampledPairs,
-    resample_counts,
     resampled_pair_share,
     rowwise,
     scalar_statistic,
@@ -173,17 +176,29 @@ def evaluate(
              alpha: float = 0.05,
              protocol: str | None = None,
              exclude_groups: Sequence[str] = (),
+             include_human: bool | None = None,
+             rater: str | None = None,
+             n_permutations: int = DEFAULT_PERMUTATIONS,
              settings: Settings | None = None,
 ) -> dict[str, Any]:
     """Evaluate the metrics scored on a dataset version; writes correlations, significance and (at
-    system level) system points to the results store and a run to the catalog, and returns the rows."""
+    system level) system points to the results store and a run to the catalog, and returns the rows.
+
+    ``protocol="wmt24"`` evaluates the WMT24 protocol (:mod:`assay.jobs.protocol_wmt24`: SPA with
+    ``n_permutations``, item-grouped acc-t and their mean) whatever ``level`` and ``statistics`` say.
+    ``include_human`` (None: the release's default) and ``rater`` choose the judgments
+    (:class:`assay.jobs.judgments.JudgmentFilter`)."""
     settings = settings or load_settings()
     started = time.time()
-    chosen = _check_request(level, statistics)
-    computed = _compute(settings, dataset, level, metrics, chosen, seed, n_resamples, protocol, exclude_groups)
+    if protocol == PROTOCOL_WMT24:
+        level, chosen = "wmt24", list(WMT24_STATISTICS)
+    else:
+        chosen = _check_request(level, statistics)
+    request = _Request(level, chosen, seed, n_resamples, protocol, tuple(exclude_groups), include_human, rater,
+                       n_permutations)
+    computed = _compute(settings, dataset, metrics, request)
     name, number, digest = computed.name, computed.number, computed.digest
     protocol_name, cells, skipped, p_values = computed.protocol, computed.cells, computed.skipped, computed.p_values
-    excluded = frozenset(exclude_groups)
     run_id = new_run_id()
     version_fields = {"run_id": run_id, "dataset": name, "version_number": number}
     records = _correlation_records(_ranked_rows(cells, p_values, alpha), version_fields, digest, level,
@@ -195,13 +210,14 @@ def evaluate(
         inputs={"dataset": name, "version": number, "dataset_digest": digest,
                 "signatures": sorted({c.scored.signature for c in cells})},
         parameters={"level": level, "statistics": chosen, "seed": seed, "n_resamples": n_resamples,
-                    "alpha": alpha, "protocol": protocol_name, "exclude_groups": sorted(excluded),
-                    "metrics": list(metrics or [])},
+                    "alpha": alpha, "protocol": protocol_name, "exclude_groups": sorted(set(exclude_groups)),
+                    "metrics": list(metrics or []), "include_human": include_human, "rater": rater,
+                    **({"n_permutations": n_permutations} if protocol == PROTOCOL_WMT24 else {})},
         run_id=run_id, started=started)
     seconds = recorder.record({"rows": len(records), "skipped": skipped, "files": [f.path for f in files]}, files)
     public = [{k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in r.items()} for r in records]
     return {"run_id": run_id, "dataset": f"{name}@{number}", "level": level, "protocol": protocol_name,
-            "rows": public, "skipped": skipped, "seconds": seconds}
+            "rows": public, "skipped": skipped, "notes": computed.notes, "seconds": seconds}
 
 
 @dataclass(frozen=True)
@@ -212,36 +228,59 @@ class _Computed:
     number: int
     digest: str
     protocol: str
-    cells: list[_Cell]
+    cells: list[Cell]
     skipped: list[str]
     p_values: dict[PairKey, tuple[float, str]]
+    notes: list[str]
 
 
-def _compute(settings: Settings, dataset: str, level: str, metrics: Sequence[str] | None, chosen: list[str],
-             seed: int, n_resamples: int, protocol: str | None, exclude_groups: Sequence[str]) -> _Computed:
+@dataclass(frozen=True)
+class _Request:
+    """What an evaluation was asked for, besides the dataset and metrics."""
+
+    level: str
+    statistics: list[str]
+    seed: int
+    n_resamples: int
+    protocol: str | None
+    exclude_groups: tuple[str, ...] = ()
+    include_human: bool | None = None
+    rater: str | None = None
+    n_permutations: int = DEFAULT_PERMUTATIONS
+
+
+def _compute(settings: Settings, dataset: str, metrics: Sequence[str] | None, request: _Request) -> _Computed:
     """The correlation cells (with the group means) and pairwise p-values of the wanted signatures,
     from the stored segment scores; nothing is written."""
     with session_scope(settings) as session:
         version = resolve(session, dataset)
         name, number, digest, store_path, info = (version.dataset.name, version.number, version.digest,
                                                   version.store_path, dict(version.info))
-    protocol_name, metric_ties = _protocol(info, protocol)
+    level, chosen, seed, n_resamples = request.level, request.statistics, request.seed, request.n_resamples
+    protocol_name, metric_ties = _protocol(info, request.protocol)
     candidates = wanted_signatures(scored_signatures(settings), metrics)
-    resamples = _Resamples(seed, n_resamples)
-    excluded = frozenset(exclude_groups)
-    if level == "seg":
-        cells, skipped = _segment_cells(settings, store_path, candidates, chosen, metric_ties, resamples, excluded)
+    resamples = Resamples(seed, n_resamples)
+    rows = JudgmentFilter.of(info, exclude_groups=request.exclude_groups, include_human=request.include_human,
+                             rater=request.rater)
+    if level == "wmt24":
+        cells, skipped = wmt24_cells(settings, store_path, candidates, resamples, rows,
+                                     n_permutations=request.n_permutations, seed=seed)
+    elif level == "seg":
+        cells, skipped = _segment_cells(settings, store_path, candidates, chosen, metric_ties, resamples, rows)
     else:
-        cells, skipped = _system_cells(settings, store_path, candidates, chosen, resamples, excluded)
+        cells, skipped = _system_cells(settings, store_path, candidates, chosen, resamples, rows)
+    notes = (["human translations (is_human) are not candidates; include them with --include-human"]
+             if rows.drop_human else [])
     if not cells:
         hint = ("score it first, e.g. `assay score --dataset " + dataset + " --metric sentbleu`" if level == "seg"
                 else "system level needs full test-set scores: `assay score --dataset " + dataset
                 + " --metric bleu --scope outputs`")
         raise UsageError(f"no metric scores cover {name}@{number} at level {level}; {hint}"
                          + (f" (incomplete: {', '.join(skipped)})" if skipped else ""))
-    cells += _group_means(cells)
+    if level != "wmt24":  # the protocol computes its own mean over language pairs
+        cells += _group_means(cells)
     p_values = _significance(cells, level, seed, n_resamples)
-    return _Computed(name, number, digest, protocol_name, cells, skipped, p_values)
+    return _Computed(name, number, digest, protocol_name, cells, skipped, p_values, notes)
 
 
 @dataclass(frozen=True)
@@ -263,12 +302,13 @@ def compare_signatures(dataset: str, *, level: str, signatures: Sequence[str], s
     metrics (the nightly regression test) is not another evaluation."""
     settings = settings or load_settings()
     chosen = _check_request(level, statistics)
-    computed = _compute(settings, dataset, level, signatures, chosen, seed, n_resamples, protocol, exclude_groups)
+    computed = _compute(settings, dataset, signatures,
+                        _Request(level, chosen, seed, n_resamples, protocol, tuple(exclude_groups)))
     return PairedComparison({(c.group, c.aspect, c.statistic, c.scored.signature): c.value for c in computed.cells},
                             computed.p_values)
 
 
-def _correlation_records(rows: list[tuple[_Cell, int | None, int | None]], version_fields: dict[str, Any],
+def _correlation_records(rows: list[tuple[Cell, int | None, int | None]], version_fields: dict[str, Any],
                          digest: str, level: str, protocol: str, seed: int, n_resamples: int
                          ) -> list[dict[str, Any]]:
     now = datetime.now(UTC)
@@ -276,7 +316,7 @@ def _correlation_records(rows: list[tuple[_Cell, int | None, int | None]], versi
     for c, rank, cluster in rows:
         ci_low, ci_high = c.interval()
         records.append({
-            **version_fields, "version_digest": digest, "level": level, "group": c.group, "aspect": c.aspect,
+            **version_fields, "version_digest": digest, "level": c.level or level, "group": c.group, "aspect": c.aspect,
             "metric": c.scored.metric, "signature": c.scored.signature, "statistic": c.statistic, "value": c.value,
             "ci_low": ci_low, "ci_high": ci_high, "n": c.n, "n_excluded": c.n_excluded, "item_set": c.item_set,
             "protocol": protocol, "rank": rank, "cluster": cluster, "seed": seed, "n_resamples": n_resamples,
@@ -287,14 +327,16 @@ def _correlation_records(rows: list[tuple[_Cell, int | None, int | None]], versi
 
 def _significance_records(p_values: dict[PairKey, tuple[float, str]], version_fields: dict[str, Any], level: str
                           ) -> list[dict[str, Any]]:
-    return [{**version_fields, "level": level, "group": g, "aspect": a, "statistic": s, "better": b, "worse": w,
+    return [{**version_fields, "level": WMT24_LEVELS.get(s, level), "group": g, "aspect": a, "statistic": s,
+             "better": b, "worse": w,
              "p_value": p, "test": t} for (g, a, s, b, w), (p, t) in p_values.items()]
 
 
-def _system_point_records(cells: list[_Cell], version_fields: dict[str, Any], level: str, statistic: str
+def _system_point_records(cells: list[Cell], version_fields: dict[str, Any], level: str, statistic: str
                           ) -> list[dict[str, Any]]:
     """The system-level points behind the correlations (the same for every statistic: the first's)."""
-    return [{**version_fields, "level": level, "group": c.group, "aspect": c.aspect, "metric": c.scored.metric,
+    return [{**version_fields, "level": c.level or level, "group": c.group, "aspect": c.aspect,
+             "metric": c.scored.metric,
              "signature": c.scored.signature, "system": system, "human": float(h), "metric_score": float(m)}
             for c in cells if c.systems is not None and c.human is not None and c.metric_values is not None
             and c.statistic == statistic
@@ -313,82 +355,18 @@ def _write(settings: Settings, dataset: str, run_id: str, records: list[dict[str
 
 # --- cells and their shared resamples -------------------------------------------------------------
 
-def _judgment_table(settings: Settings, store_path: str, name: str, excluded: frozenset[str]) -> pa.Table:
-    """The stored table ``name`` (``segments``, ``systems``, ``outputs``, ``rankings``) without the
-    rows of the ``excluded`` groups."""
-    table = store.read_table(settings, store_path, name)
-    if not excluded or table.num_rows == 0:
-        return table
-    keep = [g not in excluded for g in table.column("group").to_pylist()]
-    return table.filter(pa.array(keep, pa.bool_()))
-
-
-@dataclass
-class _Cell:
-    """One (group, aspect, statistic, metric) correlation with its replicates."""
-
-    group: str
-    aspect: str
-    statistic: str
-    scored: ScoredMetric
-    value: float | None
-    replicates: FloatArray
-    n: int
-    n_excluded: int
-    item_set: str
-    human: FloatArray | None = None
-    """The human scores correlated (None for the ``all`` mean and DARR pairs)."""
-    metric_values: FloatArray | None = None
-    """The metric scores correlated, parallel to ``human``."""
-    systems: list[str] | None = None
-    """System level: the system of each entry of ``human``/``metric_values`` (the stored points)."""
-
-    def interval(self, confidence: float = 0.95) -> tuple[float | None, float | None]:
-        """The percentile bootstrap interval; (None, None) when no replicate is defined."""
-        low, high = percentile_interval(self.replicates, confidence)
-        return (None, None) if np.isnan(low) else (low, high)
-
-    def paired_with(self, other: _Cell) -> bool:
-        """Both cells correlate the same human scores on the same items (a paired test applies)."""
-        return self.human is not None and other.human is not None and self.item_set == other.item_set
-
-
-class _Resamples:
-    """The bootstrap resamples of each group: indices and counts, drawn once, shared by every
-    metric of the group so that replicates are paired."""
-
-    def __init__(self, seed: int, n_resamples: int) -> None:
-        self.seed, self.n_resamples = seed, n_resamples
-        self._indices: dict[tuple[str, int], npt.NDArray[np.intp]] = {}
-        self._counts: dict[tuple[str, int], FloatArray] = {}
-
-    def indices(self, stream: str, size: int) -> npt.NDArray[np.intp]:
-        """``(n_resamples, size)`` drawn row indices of ``stream``."""
-        key = (stream, size)
-        if key not in self._indices:
-            self._indices[key] = resample_indices(self.seed, stream, self.n_resamples, size)
-        return self._indices[key]
-
-    def counts(self, stream: str, size: int) -> FloatArray:
-        """``(n_resamples, size)``: how often each row is drawn in each resample of ``stream``."""
-        key = (stream, size)
-        if key not in self._counts:
-            self._counts[key] = resample_counts(self.indices(stream, size), size)
-        return self._counts[key]
-
-
-def _group_means(cells: list[_Cell]) -> list[_Cell]:
+def _group_means(cells: list[Cell]) -> list[Cell]:
     """Group ``all``: the plain mean over groups (the "avg" of the WMT and BLEURT tables), its
     replicates the mean of the paired group replicates."""
     means = []
-    keyed: dict[tuple[str, str, str], list[_Cell]] = {}
+    keyed: dict[tuple[str, str, str], list[Cell]] = {}
     for c in cells:
         keyed.setdefault((c.aspect, c.statistic, c.scored.signature), []).append(c)
     for (aspect, statistic, _), group_cells in sorted(keyed.items()):
         values = [c.value for c in group_cells]
         if len(group_cells) < 2 or any(v is None for v in values):
             continue
-        means.append(_Cell(
+        means.append(Cell(
             "all", aspect, statistic, group_cells[0].scored, float(np.mean([v for v in values if v is not None])),
             np.mean(np.vstack([c.replicates for c in group_cells]), axis=0), sum(c.n for c in group_cells),
             sum(c.n_excluded for c in group_cells), item_set_digest([c.item_set for c in group_cells])))
@@ -411,11 +389,11 @@ def _statistic(statistic: str, human: FloatArray, metric: FloatArray, pairs: Res
 
 
 def _segment_cells(settings: Settings, store_path: str, candidates: list[ScoredMetric], statistics: Sequence[str],
-                   metric_ties: MetricTies, resamples: _Resamples, excluded: frozenset[str]
-                  ) -> tuple[list[_Cell], list[str]]:
+                   metric_ties: MetricTies, resamples: Resamples, rows: JudgmentFilter
+                  ) -> tuple[list[Cell], list[str]]:
     """The cells of every segment-level metric, and the signatures left out for unscored segments."""
-    segments = _judgment_table(settings, store_path, "segments", excluded)
-    darr = (_darr_cells(settings, store_path, candidates, metric_ties, resamples, excluded)
+    segments = rows.table(settings, store_path, "segments")
+    darr = (_darr_cells(settings, store_path, candidates, metric_ties, resamples, rows)
             if "kendall_like" in statistics else [])
     if segments.num_rows == 0:
         return darr, []  # e.g. WMT18: relative rankings only
@@ -428,7 +406,7 @@ def _segment_cells(settings: Settings, store_path: str, candidates: list[ScoredM
     for i, (g, a) in enumerate(zip(seg["group"], seg["aspect"], strict=True)):
         groups.setdefault((g, a), []).append(i)
     correlated = [s for s in statistics if s != "kendall_like"]
-    cells: list[_Cell] = []
+    cells: list[Cell] = []
     skipped: list[str] = []
     key_set = set(keys)
     for scored in candidates:
@@ -448,18 +426,18 @@ def _segment_cells(settings: Settings, store_path: str, candidates: list[ScoredM
             pairs = ResampledPairs(h, m, resamples.counts(f"seg/{group}/{aspect}", len(ok)))
             for statistic in correlated:
                 value, replicates = _statistic(statistic, h, m, pairs)
-                cells.append(_Cell(group, aspect, statistic, scored, None if np.isnan(value) else value, replicates,
+                cells.append(Cell(group, aspect, statistic, scored, None if np.isnan(value) else value, replicates,
                                   len(ok), len(idx) - len(ok), item_set, h, m))
     return cells + darr, skipped
 
 
 def _darr_cells(settings: Settings, store_path: str, candidates: list[ScoredMetric], metric_ties: MetricTies,
-                resamples: _Resamples, excluded: frozenset[str]) -> list[_Cell]:
+                resamples: Resamples, rows: JudgmentFilter) -> list[Cell]:
     """WMT DARR Kendall-like from relative-ranking pairs over full test-set outputs."""
-    rankings = _judgment_table(settings, store_path, "rankings", excluded).to_pylist()
+    rankings = rows.table(settings, store_path, "rankings").to_pylist()
     if not rankings:
         return []
-    outputs = _judgment_table(settings, store_path, "outputs", excluded).to_pylist()
+    outputs = rows.table(settings, store_path, "outputs").to_pylist()
     key_of = {(o["group"], o["system"], o["segment_id"]): segment_scores.segment_key(o["source"], o["references"],
                                                                                        o["candidate"])
               for o in outputs}
@@ -484,7 +462,7 @@ def _darr_cells(settings: Settings, store_path: str, candidates: list[ScoredMetr
             result = kendall_like_from_pairs(b, w, metric_ties=metric_ties)
             replicates = resampled_pair_share(b, w, resamples.indices(f"darr/{group}", len(b)),
                                               ties_are_discordant=metric_ties == "discordant")
-            cells.append(_Cell(group, "darr", "kendall_like", scored, result.value, replicates, len(b), 0,
+            cells.append(Cell(group, "darr", "kendall_like", scored, result.value, replicates, len(b), 0,
                               item_set_digest([f"{x}>{y}" for g, x, y in pairs_found if g == group and x and y])))
     return cells
 
@@ -492,10 +470,10 @@ def _darr_cells(settings: Settings, store_path: str, candidates: list[ScoredMetr
 # --- system level ---------------------------------------------------------------------------------
 
 def _system_cells(settings: Settings, store_path: str, candidates: list[ScoredMetric], statistics: Sequence[str],
-                  resamples: _Resamples, excluded: frozenset[str]) -> tuple[list[_Cell], list[str]]:
+                  resamples: Resamples, judgments: JudgmentFilter) -> tuple[list[Cell], list[str]]:
     """The cells of every metric scored on the full test sets, and the signatures left out."""
-    systems = _judgment_table(settings, store_path, "systems", excluded).to_pylist()
-    outputs = _judgment_table(settings, store_path, "outputs", excluded)
+    systems = judgments.table(settings, store_path, "systems").to_pylist()
+    outputs = judgments.table(settings, store_path, "outputs")
     if not systems or outputs.num_rows == 0:
         return [], []
     out = outputs.to_pydict()
@@ -510,7 +488,7 @@ def _system_cells(settings: Settings, store_path: str, candidates: list[ScoredMe
             groups.setdefault((row["group"], row["aspect"]), []).append((row, float(judged)))
     all_keys = {k for rows in groups.values() for r, _ in rows
                 for k in by_system[(r["group"], r["output_system"])].values()}
-    cells: list[_Cell] = []
+    cells: list[Cell] = []
     skipped: list[str] = []
     for scored in candidates:
         lookup = score_lookup(settings, scored, all_keys)
@@ -543,7 +521,7 @@ def _system_cells(settings: Settings, store_path: str, candidates: list[ScoredMe
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # constant system scores: the value is NaN
                     value = scalar_statistic(statistic)(human, metric_sys)
-                cells.append(_Cell(group, aspect, statistic, scored, None if np.isnan(value) else value,
+                cells.append(Cell(group, aspect, statistic, scored, None if np.isnan(value) else value,
                                   rowwise(statistic, human, resampled), len(rows), 0, item_set, human, metric_sys,
                                   names))
     return cells, skipped
@@ -551,22 +529,22 @@ def _system_cells(settings: Settings, store_path: str, candidates: list[ScoredMe
 
 # --- ranks, significance and clusters -------------------------------------------------------------
 
-def _defined(slot: list[_Cell]) -> dict[str, _Cell]:
+def _defined(slot: list[Cell]) -> dict[str, Cell]:
     """The cells of a slot with a defined value, by signature."""
     return {c.scored.signature: c for c in slot if c.value is not None}
 
 
-def _values(defined: dict[str, _Cell]) -> dict[str, float]:
+def _values(defined: dict[str, Cell]) -> dict[str, float]:
     return {signature: c.value for signature, c in defined.items() if c.value is not None}
 
 
-def _ranked(slot: list[_Cell]) -> list[_Cell]:
+def _ranked(slot: list[Cell]) -> list[Cell]:
     """The defined cells of a slot by decreasing value (ties keep their order)."""
     defined = _defined(slot)
     return [defined[signature] for signature in ranking_order(_values(defined))]
 
 
-def _permutation_p_values(requests: dict[tuple[str, str, str, str], dict[str, tuple[_Cell, _Cell]]], seed: int,
+def _permutation_p_values(requests: dict[tuple[str, str, str, str], dict[str, tuple[Cell, Cell]]], seed: int,
                           n_resamples: int) -> dict[PairKey, tuple[float, str]]:
     """PERM-BOTH p-values, one set of permutations per (group, aspect, metric pair) for all its
     statistics and both directions (:func:`assay.stats.significance.permutation_tests`: each
@@ -589,7 +567,7 @@ def _permutation_p_values(requests: dict[tuple[str, str, str, str], dict[str, tu
     return result
 
 
-def _pair_p_value(better: _Cell, worse: _Cell, level: str) -> tuple[float, str]:
+def _pair_p_value(better: Cell, worse: Cell, level: str) -> tuple[float, str]:
     """(p-value, test) that ``better`` correlates better than ``worse``, for the tests that are not
     permutation tests."""
     if level == "sys" and better.statistic == "pearson" and better.paired_with(worse) \
@@ -599,17 +577,17 @@ def _pair_p_value(better: _Cell, worse: _Cell, level: str) -> tuple[float, str]:
     return paired_bootstrap_p_value(better.replicates, worse.replicates), "paired-bootstrap"
 
 
-def _slots(cells: list[_Cell]) -> dict[tuple[str, str, str], list[_Cell]]:
-    by_slot: dict[tuple[str, str, str], list[_Cell]] = {}
+def _slots(cells: list[Cell]) -> dict[tuple[str, str, str], list[Cell]]:
+    by_slot: dict[tuple[str, str, str], list[Cell]] = {}
     for c in cells:
         by_slot.setdefault((c.group, c.aspect, c.statistic), []).append(c)
     return by_slot
 
 
-def _significance(cells: list[_Cell], level: str, seed: int, n_resamples: int) -> dict[PairKey, tuple[float, str]]:
+def _significance(cells: list[Cell], level: str, seed: int, n_resamples: int) -> dict[PairKey, tuple[float, str]]:
     """p-values that the higher-valued metric of each pair truly correlates better."""
     result: dict[PairKey, tuple[float, str]] = {}
-    permutations: dict[tuple[str, str, str, str], dict[str, tuple[_Cell, _Cell]]] = {}
+    permutations: dict[tuple[str, str, str, str], dict[str, tuple[Cell, Cell]]] = {}
     for (group, aspect, statistic), slot in _slots(cells).items():
         ranked = _ranked(slot)
         for i, better in enumerate(ranked):
@@ -623,10 +601,10 @@ def _significance(cells: list[_Cell], level: str, seed: int, n_resamples: int) -
     return {**result, **_permutation_p_values(permutations, seed, n_resamples)}
 
 
-def _ranked_rows(cells: list[_Cell], p_values: dict[PairKey, tuple[float, str]], alpha: float
-                ) -> list[tuple[_Cell, int | None, int | None]]:
+def _ranked_rows(cells: list[Cell], p_values: dict[PairKey, tuple[float, str]], alpha: float
+                ) -> list[tuple[Cell, int | None, int | None]]:
     """Every cell with its rank and significance cluster in its slot (None, None: undefined value)."""
-    rows: list[tuple[_Cell, int | None, int | None]] = []
+    rows: list[tuple[Cell, int | None, int | None]] = []
     for slot_key, slot in sorted(_slots(cells).items()):
         defined = _defined(slot)
         if defined:
@@ -636,7 +614,7 @@ def _ranked_rows(cells: list[_Cell], p_values: dict[PairKey, tuple[float, str]],
     return rows
 
 
-def _slot_clusters(slot_key: tuple[str, str, str], defined: dict[str, _Cell],
+def _slot_clusters(slot_key: tuple[str, str, str], defined: dict[str, Cell],
                    p_values: dict[PairKey, tuple[float, str]], alpha: float) -> SignificanceClusters:
     """The significance clusters of one (group, aspect, statistic) slot from its pairs' p-values
     (:func:`assay.stats.significance_clusters`; 1 where no test applied)."""

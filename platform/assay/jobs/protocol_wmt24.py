@@ -1,0 +1,159 @@
+"""The WMT24 metrics-task protocol (``assay evaluate --protocol wmt24``).
+
+Since WMT24 the shared task ranks metrics on MQM judgments by two statistics per language pair,
+averaged (google-research/mt-metrics-eval ``tasks.WMT24()``, uniform task weights):
+
+* **system level, soft pairwise accuracy** (SPA; Thompson et al. 2024, "Improving Statistical
+  Significance in Human Evaluation of Automatic Metrics via Soft Pairwise Accuracy"): for every pair
+  of systems a paired permutation p-value that one is better, once from the human segment scores and
+  once from the metric's, and ``1 - mean |p_human - p_metric|`` (mt-metrics-eval ``pce.py``,
+  :mod:`assay.stats.spa`);
+* **segment level, tie-calibrated pairwise accuracy grouped by item** (acc-t, acc_eq; Deutsch et
+  al. 2023, "Ties Matter"): per source segment, the share of system pairs the metric orders (or ties)
+  as the humans do, with one metric tie threshold calibrated to maximise the mean over items;
+* their **mean** per language pair, and the mean over language pairs (group ``all``, stored even for
+  one pair: it is the protocol's headline number).
+
+Rows are stored as ``sys``/``spa``, ``seg``/``acc_t_item`` and ``avg``/``wmt24`` with protocol
+``wmt24``. Both statistics need the complete (systems x items) matrix: items some candidate system
+did not translate, or that lack a human score, are left out (counted in ``n_excluded``).
+
+Confidence intervals and significance: one set of bootstrap resamples of the items per group is
+shared by both statistics and every metric (:class:`assay.jobs.evaluation_cells.Resamples`), so the
+average's replicates are the average of paired replicates and every pair of metrics gets the paired
+bootstrap test (Koehn 2004) from which Assay's significance clusters are computed, as for every
+statistic without a permutation test. mt-metrics-eval instead compares metrics with a permutation
+test on resampled metric scores; that test is not reproduced here. An SPA replicate reuses the one
+permutation sign matrix on the resampled items (:func:`assay.stats.spa.resampled_spa`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from assay.config import Settings
+from assay.datasets.human import human_array
+from assay.jobs.evaluation_cells import Cell, FloatArray, Resamples
+from assay.jobs.judgments import JudgmentFilter
+from assay.results import segment_scores
+from assay.results.segment_scores import ScoredMetric
+from assay.stats.pairwise import count_pairs, tie_calibration
+from assay.stats.spa import resampled_spa, spa
+
+PROTOCOL = "wmt24"
+SPA, ACC_T, AVERAGE = "spa", "acc_t_item", "wmt24"
+#: the level each statistic of the protocol is stored under
+LEVELS = {SPA: "sys", ACC_T: "seg", AVERAGE: "avg"}
+STATISTICS = tuple(LEVELS)
+DEFAULT_PERMUTATIONS = 1000
+
+
+def wmt24_cells(settings: Settings, store_path: str, candidates: Sequence[ScoredMetric], resamples: Resamples,
+                rows: JudgmentFilter, *, n_permutations: int = DEFAULT_PERMUTATIONS, seed: int
+                ) -> tuple[list[Cell], list[str]]:
+    """SPA, item-grouped acc-t and their mean per (group, aspect) and over groups (``all``) for every
+    segment-level signature that scored all of the items; and the signatures left out."""
+    from assay.jobs.evaluation import item_set_digest, score_lookup
+
+    segments = rows.table(settings, store_path, "segments")
+    if segments.num_rows == 0:
+        return [], []
+    seg = segments.select(["group", "aspect", "item_id", "system", "source", "references", "candidate",
+                           "human_z", "human_raw"]).to_pydict()
+    keys = [segment_scores.segment_key(s, r, c)
+            for s, r, c in zip(seg["source"], seg["references"], seg["candidate"], strict=True)]
+    human = human_array(seg)
+    grids = _grids(seg, human)
+    key_set = {keys[i] for grid in grids.values() for i in grid.rows.ravel()}
+    cells: list[Cell] = []
+    skipped: list[str] = []
+    for scored in candidates:
+        if scored.has_sufficient_statistics:
+            continue  # corpus-level (BLEU): its segment scores are another metric's (sentbleu)
+        lookup = score_lookup(settings, scored, key_set)
+        if not key_set <= lookup.keys():
+            if lookup:
+                skipped.append(f"{scored.signature} ({len(key_set - lookup.keys())} segments unscored)")
+            continue
+        metric_cells: list[Cell] = []
+        for (group, aspect), grid in sorted(grids.items()):
+            metric = np.array([[np.nan if lookup[keys[i]][0] is None else lookup[keys[i]][0] for i in row]
+                               for row in grid.rows], dtype=np.float64)
+            if np.isnan(metric).any():
+                skipped.append(f"{scored.signature} (undefined scores in {group})")
+                continue
+            item_set = item_set_digest([keys[i] for i in grid.rows.ravel()])
+            counts = resamples.counts(f"{PROTOCOL}/{group}/{aspect}", grid.human.shape[1])
+            metric_cells += _group_cells(group, aspect, scored, grid, metric, counts, item_set, n_permutations, seed)
+        cells += metric_cells + _overall(metric_cells)
+    return cells, skipped
+
+
+class _Grid:
+    """The complete (systems x items) matrix of one group: row indices into the segments table."""
+
+    def __init__(self, systems: list[str], items: list[str], rows: np.ndarray, human: FloatArray,
+                 n_excluded: int) -> None:
+        self.systems, self.items, self.rows, self.human, self.n_excluded = systems, items, rows, human, n_excluded
+
+
+def _grids(seg: dict[str, list], human: FloatArray) -> dict[tuple[str, str], _Grid]:
+    where: dict[tuple[str, str], dict[tuple[str, str], int]] = {}
+    for i, (g, a, item, system) in enumerate(zip(seg["group"], seg["aspect"], seg["item_id"], seg["system"],
+                                                 strict=True)):
+        if not np.isnan(human[i]):
+            where.setdefault((g, a), {})[(system, item)] = i
+    grids = {}
+    for slot, found in where.items():
+        systems = sorted({s for s, _ in found})
+        items = sorted({i for _, i in found}, key=lambda v: (0, int(v), v) if v.isdigit() else (1, 0, v))
+        complete = [item for item in items if all((s, item) in found for s in systems)]
+        if len(systems) < 2 or not complete:
+            continue
+        rows = np.array([[found[(s, item)] for item in complete] for s in systems], dtype=np.intp)
+        grids[slot] = _Grid(systems, complete, rows, human[rows], len(found) - rows.size)
+    return grids
+
+
+def _group_cells(group: str, aspect: str, scored: ScoredMetric, grid: _Grid, metric: FloatArray,
+                 counts: FloatArray, item_set: str, n_permutations: int, seed: int) -> list[Cell]:
+    n_systems, n_items = grid.human.shape
+    spa_value = spa(grid.human, metric, n_permutations=n_permutations, seed=seed)
+    spa_replicates = resampled_spa(grid.human, metric, counts, n_permutations=n_permutations, seed=seed)
+    # system-major vectors: entry s * n_items + i is system s on item i
+    calibrated = tie_calibration(grid.human.ravel(), metric.ravel(), statistic="acc_23", num_systems=n_systems,
+                                 grouping="item")
+    per_item = np.array([count_pairs(grid.human[:, i], metric[:, i], calibrated.epsilon).acc_23
+                         for i in range(n_items)], dtype=np.float64)
+    acc_replicates = counts @ per_item / counts.sum(axis=1)
+    acc_value = float(calibrated.value)
+    n = n_systems * n_items
+    common = {"n": n, "n_excluded": grid.n_excluded, "item_set": item_set}
+    return [
+        Cell(group, aspect, SPA, scored, spa_value, spa_replicates, **common, human=grid.human.mean(axis=1),
+             metric_values=metric.mean(axis=1), systems=list(grid.systems), level=LEVELS[SPA], paired_test=False),
+        Cell(group, aspect, ACC_T, scored, acc_value, acc_replicates, **common, level=LEVELS[ACC_T]),
+        Cell(group, aspect, AVERAGE, scored, (spa_value + acc_value) / 2, (spa_replicates + acc_replicates) / 2,
+             **common, level=LEVELS[AVERAGE]),
+    ]
+
+
+def _overall(cells: list[Cell]) -> list[Cell]:
+    """Group ``all``: per (aspect, statistic) the mean over language pairs, replicates averaged."""
+    from assay.jobs.evaluation import item_set_digest
+
+    by_slot: dict[tuple[str, str], list[Cell]] = {}
+    for c in cells:
+        by_slot.setdefault((c.aspect, c.statistic), []).append(c)
+    overall = []
+    for (aspect, statistic), group_cells in sorted(by_slot.items()):
+        values = [c.value for c in group_cells if c.value is not None]
+        if len(values) != len(group_cells):
+            continue
+        overall.append(Cell("all", aspect, statistic, group_cells[0].scored, float(np.mean(values)),
+                            np.mean(np.vstack([c.replicates for c in group_cells]), axis=0),
+                            sum(c.n for c in group_cells), sum(c.n_excluded for c in group_cells),
+                            item_set_digest([c.item_set for c in group_cells]), level=LEVELS[statistic]))
+    return overall
