@@ -28,7 +28,8 @@ Errors, and Context", for the MQM data; Wooldridge 2010, ch. 10.5, for the withi
    which a cell varies within no drawn item is undefined and left out of that cell's interval.
 
 :func:`blind_spots` ranks the cells the humans clearly penalise (their standardised drop's interval
-lies above zero) by blind-spot ratio, smallest first.
+lies above zero) by blind-spot ratio, smallest first: the cells the metric misses most, relative
+to how much the humans mind them.
 """
 
 from __future__ import annotations
@@ -220,8 +221,12 @@ def error_sensitivity(outputs: RatedOutputs, *, level: Level = "category", min_o
 
 
 def blind_spots(report: SensitivityReport) -> tuple[CellSensitivity, ...]:
-    """The cells the humans clearly penalise, smallest blind-spot ratio first (the metric's worst)."""
-    penalised = [cell for cell in report.cells if cell.human_penalises]
+    """The cells the humans clearly penalise, smallest blind-spot ratio first (the metric's worst).
+
+    A ``(rare)`` bucket still under ``min_outputs`` outputs is a nuisance term of the fit, not a
+    finding, and is left out.
+    """
+    penalised = [cell for cell in report.cells if cell.human_penalises and cell.outputs >= report.min_outputs]
     return tuple(sorted(penalised, key=lambda cell: (math.isnan(cell.ratio.value), cell.ratio.value, cell.name)))
 
 
