@@ -143,7 +143,80 @@ def select_command(dataset: str, metrics: tuple[str, ...], n_hybrid: int, n_cand
         click.echo(f"  skipped: {note}")
 
 
+@click.command("errors")
+@click.option("--dataset", required=True, metavar="NAME[@VERSION]",
+              help="An MQM dataset version (latest unless pinned).")
+@click.option("--metric", required=True, help="Metric name or signature scored on the dataset.")
+@click.option("--against", "parent", metavar="METRIC",
+              help="A parent checkpoint's metric name or signature: which error cells got better or worse.")
+@click.option("--by", "level", type=click.Choice(["category", "category+severity"]), default="category",
+              show_default=True, help="Error cells: category paths, or category and severity.")
+@click.option("--resamples", type=int, default=1000, show_default=True, help="Bootstrap resamples of the items.")
+@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True)
+@click.option("--top", type=int, default=10, show_default=True, help="Worst disagreements to show.")
+@click.option("--include-human/--exclude-human", "include_human", default=None,
+              help="Analyse human translations as candidates too (default: the release's rule).")
+@click.option("--json", "as_json", is_flag=True, help="Print the whole analysis as JSON.")
+def errors_command(dataset: str, metric: str, parent: str | None, level: str, resamples: int, seed: int, top: int,
+                   include_human: bool | None, as_json: bool) -> None:
+    """What a metric misses: per MQM error category, how much the metric's score drops for an error
+    against how much the humans' drops (with bootstrap intervals over source segments), the blind
+    spots ranked, and the segments the metric ranks most unlike the raters, with their error spans."""
+    from assay.jobs.error_analysis import analyse_errors
+
+    result = analyse_errors(dataset, metric, parent=parent, level=level, n_resamples=resamples, seed=seed, top=top,
+                            include_human=include_human)
+    if as_json:
+        emit_json(result)
+        return
+    report = result["sensitivity"]
+    click.echo(f"{result['dataset']} ({result['aspect']}): {result['signature']}; {report['outputs']:,} outputs, "
+               f"{report['items']:,} items, {resamples} resamples; run {result['run_id']}")
+    click.echo("drop per error (standardised: in within-item SDs); ratio = metric / humans")
+    rows = []
+    for cell in sorted(report["cells"], key=lambda c: -(c["outputs"])):
+        rows.append({"cell": cell["name"], "outputs": cell["outputs"],
+                     "humans": _estimate_text(cell["human_drop_std"]),
+                     "metric": _estimate_text(cell["metric_drop_std"]),
+                     "ratio": _estimate_text(cell["ratio"])})
+    print_rows(rows, ["cell", "outputs", "humans", "metric", "ratio"])
+    spots = report["blind_spots"]
+    click.echo("blind spots (humans penalise, metric least): " + (", ".join(spots[:5]) if spots else "none"))
+    if result["comparison"]:
+        changed = [c for c in result["comparison"]["cells"] if c["verdict"] != "unchanged"]
+        click.echo(f"against {result['parent_signature']}: "
+                   + (", ".join(f"{c['name']} {c['verdict']}" for c in changed) if changed else "no cell changed"))
+    pairs = result["disagreements"]
+    click.echo(f"worst disagreements ({pairs['reversed_pairs']:,} of {pairs['clear_pairs']:,} clear human "
+               "preferences reversed):")
+    for i, pair in enumerate(pairs["pairs"], start=1):
+        better, worse = pair["preferred"], pair["other"]
+        click.echo(f" {i}. item {pair['item']}: humans prefer {better['system']} ({better['human']:.2f} vs "
+                   f"{worse['human']:.2f}), the metric {worse['system']} ({worse['metric']:.3f} vs "
+                   f"{better['metric']:.3f})")
+        for label, side in (("  +", better), ("  -", worse)):
+            click.echo(f"{label} {_marked(side['candidate'], side['errors'])}")
+
+
+def _estimate_text(estimate: dict[str, float | None]) -> str:
+    value, low, high = estimate["value"], estimate["low"], estimate["high"]
+    if value is None:
+        return "-"
+    return f"{value:.2f} [{low:.2f}, {high:.2f}]" if low is not None and high is not None else f"{value:.2f}"
+
+
+def _marked(text: str, errors: list[dict[str, object]]) -> str:
+    """The text with each target-side error span in [[...]] and its severity initial."""
+    spans = sorted({(int(e["start"]), int(e["end"]), str(e["severity"])[:1])  # type: ignore[call-overload]
+                    for e in errors if e.get("side") == "target" and e.get("start") is not None}, reverse=True)
+    for start, end, severity in spans:
+        if 0 <= start <= end <= len(text):
+            text = f"{text[:start]}[[{text[start:end]}]]{severity}{text[end:]}"
+    return text
+
+
 def register(cli: click.Group) -> None:
+    cli.add_command(errors_command)
     cli.add_command(select_command)
     cli.add_command(evaluate_command)
     cli.add_command(leaderboard_command)

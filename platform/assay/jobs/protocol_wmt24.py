@@ -120,7 +120,7 @@ def _grids(seg: dict[str, list], human: FloatArray) -> dict[tuple[str, str], _Gr
 def _group_cells(group: str, aspect: str, scored: ScoredMetric, grid: _Grid, metric: FloatArray,
                  counts: FloatArray, item_set: str, n_permutations: int, seed: int) -> list[Cell]:
     n_systems, n_items = grid.human.shape
-    spa_value = spa(grid.human, metric, n_permutations=n_permutations, seed=seed)
+    spa_value = spa(grid.human, metric, n_permutations=n_permutations, seed=seed).value
     spa_replicates = resampled_spa(grid.human, metric, counts, n_permutations=n_permutations, seed=seed)
     # system-major vectors: entry s * n_items + i is system s on item i
     calibrated = tie_calibration(grid.human.ravel(), metric.ravel(), statistic="acc_23", num_systems=n_systems,

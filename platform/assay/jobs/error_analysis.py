@@ -1,0 +1,199 @@
+"""``assay errors``: what a metric misses on an MQM dataset version.
+
+Reads the version's rated outputs (``segments``, candidates only unless human translations are
+included, :class:`assay.jobs.judgments.JudgmentFilter`), their errors (``errors``) and the metric's
+stored segment scores, and runs the error analysis of :mod:`assay.mqm` on them:
+
+* per error cell (category, or category and severity), the metric's drop per error against the
+  humans' with bootstrap intervals over items, and the blind spots ranked by their ratio
+  (:func:`assay.mqm.error_sensitivity`);
+* the worst disagreements, with the errors of both outputs and their spans
+  (:func:`assay.mqm.worst_disagreements`);
+* with ``parent`` (the signature or metric name of a parent checkpoint scored on the same
+  segments), which cells the child got better or worse at, paired over the same resamples
+  (:func:`assay.mqm.compare_sensitivity`).
+
+The result is stored (:mod:`assay.results.error_analysis`) and recorded as a run of kind ``errors``.
+An item is ``<group>/<item_id>`` when a version holds several language pairs.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from assay.catalog.dataset_versions import resolve
+from assay.catalog.engine import session_scope
+from assay.config import DEFAULT_SEED, Settings, load_settings
+from assay.datasets import store
+from assay.errors import UsageError
+from assay.jobs.judgments import JudgmentFilter
+from assay.jobs.runs import RecordedFile, RunRecorder, new_run_id
+from assay.mqm import (
+    RatedOutputs,
+    SensitivityComparison,
+    SensitivityReport,
+    WorstDisagreements,
+    compare_sensitivity,
+    error_sensitivity,
+    worst_disagreements,
+)
+from assay.provenance import code_version
+from assay.results import error_analysis, segment_scores
+from assay.results.segment_scores import ScoredMetric, scored_signatures
+
+LEVELS = ("category", "category+severity")
+
+
+def one_signature(settings: Settings, wanted: str, keys: set[str]) -> ScoredMetric:
+    """The scored signature a request names (a signature, or a metric name with one signature
+    that scored every wanted segment)."""
+    from assay.jobs.evaluation import wanted_signatures
+
+    found = [s for s in wanted_signatures(scored_signatures(settings), [wanted]) if not s.has_sufficient_statistics]
+    complete = [s for s in found if keys <= set(_scores(settings, s, keys))]
+    if len(complete) == 1:
+        return complete[0]
+    if not complete:
+        raise UsageError(f"no scores of {wanted!r} cover this dataset's rated outputs; score them first, e.g. "
+                         f"`assay score --dataset NAME --metric {wanted}`")
+    raise UsageError(f"{wanted!r} names {len(complete)} scored signatures; pass one of: "
+                     + "; ".join(s.signature for s in complete))
+
+
+def _scores(settings: Settings, scored: ScoredMetric, keys: set[str]) -> dict[str, float | None]:
+    table = segment_scores.read_scores(settings, scored.metric, scored.signature, keys)
+    return dict(zip(table.column("key").to_pylist(), table.column("score").to_pylist(), strict=True))
+
+
+def rated_outputs(settings: Settings, dataset: str, *, include_human: bool | None = None
+                  ) -> tuple[Any, RatedOutputs, list[str]]:
+    """(version row facts, the rated outputs with metric scores still zero, their segment keys)."""
+    with session_scope(settings) as session:
+        version = resolve(session, dataset)
+        facts: dict[str, Any] = {"name": version.dataset.name, "number": version.number, "digest": version.digest,
+                 "store_path": version.store_path, "info": dict(version.info)}
+    if not store.has_table(settings, facts["store_path"], "errors"):
+        raise UsageError(f"{version.ref.label} has no error annotations; `assay errors` needs an MQM release "
+                         "(format mqm-tsv)")
+    rows = JudgmentFilter.of(facts["info"], include_human=include_human)
+    seg = rows.table(settings, facts["store_path"], "segments").to_pydict()
+    errors = store.read_table(settings, facts["store_path"], "errors").to_pydict()
+    by_output: dict[tuple[str, str, str], list[tuple[str, str, str, str, int | None, int | None]]] = {}
+    for g, s, seg_id, cat, sev, rater, side, start, end in zip(
+            errors["group"], errors["system"], errors["segment_id"], errors["category"], errors["severity"],
+            errors["rater"], errors["side"], errors["start"], errors["end"], strict=True):
+        by_output.setdefault((g, s, seg_id), []).append((cat, sev, rater, side, start, end))
+    several = len(set(seg["group"])) > 1
+    items = [f"{g}/{i}" if several else i for g, i in zip(seg["group"], seg["item_id"], strict=True)]
+    keys = [segment_scores.segment_key(s, r, c)
+            for s, r, c in zip(seg["source"], seg["references"], seg["candidate"], strict=True)]
+    human = [np.nan if h is None else h for h in seg["human_raw"]]
+    outputs = RatedOutputs(items, seg["system"], human, np.zeros(len(items)),
+                           [by_output.get((g, s, i), []) for g, s, i in zip(seg["group"], seg["system"],
+                                                                           seg["segment_id"], strict=True)],
+                           [c or 1 for c in seg["rating_count"]], seg["candidate"],
+                           [s or "" for s in seg["source"]])
+    facts["aspect"] = ",".join(sorted(set(seg["aspect"])))
+    return facts, outputs, keys
+
+
+def analyse_errors(dataset: str, metric: str, *, parent: str | None = None, level: str = "category",
+                   n_resamples: int = 1000, seed: int = DEFAULT_SEED, top: int = 10, min_human_gap: float = 1.0,
+                   include_human: bool | None = None, settings: Settings | None = None) -> dict[str, Any]:
+    """Run the error analysis of one metric (and its parent) on a dataset version; store and return it."""
+    settings = settings or load_settings()
+    started = time.time()
+    if level not in LEVELS:
+        raise UsageError(f"unknown level {level!r} (expected {' or '.join(LEVELS)})")
+    facts, outputs, keys = rated_outputs(settings, dataset, include_human=include_human)
+    key_set = set(keys)
+    scored = one_signature(settings, metric, key_set)
+    with_metric = outputs.with_metric(_metric_vector(settings, scored, keys))
+    report = error_sensitivity(with_metric, level=level, n_resamples=n_resamples, seed=seed)  # type: ignore[arg-type]
+    worst = worst_disagreements(with_metric, min_human_gap=min_human_gap, top=top)
+    comparison = None
+    parent_scored = None
+    if parent is not None:
+        parent_scored = one_signature(settings, parent, key_set)
+        comparison = compare_sensitivity(with_metric, outputs.with_metric(_metric_vector(settings, parent_scored,
+                                                                                         keys)),
+                                         level=level, n_resamples=n_resamples, seed=seed)  # type: ignore[arg-type]
+    run_id = new_run_id()
+    head = {"run_id": run_id, "dataset": facts["name"], "version_number": facts["number"],
+            "version_digest": facts["digest"], "aspect": facts["aspect"], "metric": scored.metric,
+            "signature": scored.signature}
+    cell_rows = _cell_rows(head, report, comparison, parent_scored, n_resamples, seed)
+    pair_rows = _pair_rows(head, worst)
+    written = [(error_analysis.SENSITIVITY.write(settings, facts["name"], run_id, cell_rows),
+                error_analysis.SENSITIVITY_STORE, len(cell_rows)),
+               (error_analysis.DISAGREEMENTS.write(settings, facts["name"], run_id, pair_rows),
+                error_analysis.DISAGREEMENTS_STORE, len(pair_rows))]
+    files = [RecordedFile.of(settings, path, kind, n) for path, kind, n in written]
+    recorder = RunRecorder(
+        settings, "errors",
+        inputs={"dataset": facts["name"], "version": facts["number"], "dataset_digest": facts["digest"],
+                "signatures": [scored.signature] + ([parent_scored.signature] if parent_scored else [])},
+        parameters={"level": level, "n_resamples": n_resamples, "seed": seed, "top": top,
+                    "min_human_gap": min_human_gap, "include_human": include_human, "parent": parent},
+        run_id=run_id, started=started)
+    seconds = recorder.record({"cells": len(cell_rows), "disagreements": len(pair_rows)}, files)
+    return {"run_id": run_id, "dataset": f"{facts['name']}@{facts['number']}", "aspect": facts["aspect"],
+            "metric": scored.metric, "signature": scored.signature,
+            "parent_signature": parent_scored.signature if parent_scored else None,
+            "sensitivity": report.as_dict(), "disagreements": worst.as_dict(),
+            "comparison": comparison.as_dict() if comparison else None, "seconds": seconds}
+
+
+def _metric_vector(settings: Settings, scored: ScoredMetric, keys: Sequence[str]) -> np.ndarray:
+    found = _scores(settings, scored, set(keys))
+    return np.array([np.nan if found[k] is None else found[k] for k in keys], dtype=np.float64)
+
+
+def _cell_rows(head: dict[str, Any], report: SensitivityReport, comparison: SensitivityComparison | None,
+               parent: ScoredMetric | None, n_resamples: int, seed: int) -> list[dict[str, Any]]:
+    rank = {c.name: i for i, c in enumerate(report.blind_spots(), start=1)}
+    now = datetime.now(UTC)
+    rows = []
+    for cell in report.cells:
+        row: dict[str, Any] = {**head, "level": report.level, "cell": cell.name, "outputs": cell.outputs,
+                               "items_varying": cell.items_varying, "human_penalises": cell.human_penalises,
+                               "blind_spot_rank": rank.get(cell.name),
+                               "parent_signature": parent.signature if parent else None,
+                               "n_resamples": n_resamples, "seed": seed, "code_version": code_version(),
+                               "created_at": now}
+        for name in ("metric_drop", "metric_drop_std", "human_drop", "human_drop_std", "ratio"):
+            estimate = getattr(cell, name)
+            row.update({name: _finite(estimate.value), f"{name}_low": _finite(estimate.low),
+                        f"{name}_high": _finite(estimate.high)})
+        if comparison is not None:
+            change = comparison.cell(cell.name)
+            data = change.as_dict()
+            diff = data.get("difference") or data.get("change") or {}
+            row.update({"change_std": diff.get("value"), "change_std_low": diff.get("low"),
+                        "change_std_high": diff.get("high"), "verdict": change.verdict})
+        rows.append(row)
+    return rows
+
+
+def _pair_rows(head: dict[str, Any], worst: WorstDisagreements) -> list[dict[str, Any]]:
+    rows = []
+    for rank, pair in enumerate(worst.pairs, start=1):
+        rows.append({**head, "rank": rank, "item": pair.item, "source": pair.source,
+                     "preferred_system": pair.preferred.system, "preferred_human": pair.preferred.human,
+                     "preferred_metric": pair.preferred.metric, "preferred_candidate": pair.preferred.candidate,
+                     "preferred_errors": json.dumps([e.as_dict() for e in pair.preferred.errors]),
+                     "other_system": pair.other.system, "other_human": pair.other.human,
+                     "other_metric": pair.other.metric, "other_candidate": pair.other.candidate,
+                     "other_errors": json.dumps([e.as_dict() for e in pair.other.errors]),
+                     "human_gap": pair.human_gap, "metric_gap_std": pair.metric_gap_std})
+    return rows
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None
