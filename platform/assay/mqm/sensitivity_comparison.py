@@ -8,7 +8,8 @@ are fitted on the same item resamples in one batched solve, so the item-to-item 
 share cancels in the difference (Koehn 2004's paired bootstrap, over items).
 
 Verdict per cell: ``improved`` when the interval of the difference lies above zero (the child drops
-more per error), ``worse`` when it lies below, ``unchanged`` otherwise. "More sensitive" is only an
+more per error), ``worse`` when it lies below, ``unchanged`` otherwise (a bound within
+:data:`ROUNDING` of zero counts as zero). "More sensitive" is only an
 improvement where the humans penalise the cell, so each row also carries the humans' standardised
 drop and :attr:`CellComparison.human_penalises`.
 """
@@ -26,6 +27,10 @@ from assay.mqm.rated_outputs import RatedOutputs
 from assay.mqm.sensitivity import DEFAULT_STREAM, BootstrapPlan, Estimate, estimate, resampled_within_item_fit
 
 Verdict = Literal["improved", "worse", "unchanged"]
+
+#: differences within this many standardised units are rounding (identical metrics differ by ~1e-15
+#: through the batched solve), not a change
+ROUNDING = 1e-12
 
 
 @dataclass(frozen=True)
@@ -46,9 +51,9 @@ class CellComparison:
 
     @property
     def verdict(self) -> Verdict:
-        if self.difference.low > 0:
+        if self.difference.low > ROUNDING:
             return "improved"
-        if self.difference.high < 0:
+        if self.difference.high < -ROUNDING:
             return "worse"
         return "unchanged"
 
