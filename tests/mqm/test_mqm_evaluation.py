@@ -1,0 +1,108 @@
+"""Evaluation on the real MQM releases: the independent figures of REFERENCE_NUMBERS.md, the WMT24
+protocol, the human-candidate rule, one rater, and the error analysis (``assay errors``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from assay.config import load_settings
+from assay.datasets import store
+from assay.errors import UsageError
+from assay.jobs.error_analysis import analyse_errors
+from assay.jobs.evaluation import evaluate, score_lookup
+from assay.jobs.ingest import ingest_path
+from assay.jobs.scoring import score_dataset
+from assay.metrics.registry import MetricSpec
+from assay.results import error_analysis, segment_scores
+from assay.results.segment_scores import scored_signatures
+from assay.stats import kendall_tau
+from tests.mqm.conftest import TED, WMT23
+
+
+def ingest_and_score(shared_data: Path, release: Path, metrics: tuple[str, ...] = ("sentbleu", "chrf")) -> str:
+    name = ingest_path(shared_data / release.parent).version.name
+    for metric in metrics:
+        score_dataset(name, MetricSpec(metric))
+    return name
+
+
+def seg_taus(name: str, metric: str) -> tuple[float, float]:
+    """(flat, per item) tau-b of ``metric`` against the segment MQM, from the stored scores."""
+    settings = load_settings()
+    from assay.catalog.dataset_versions import resolve
+    from assay.catalog.engine import session_scope
+
+    with session_scope(settings) as session:
+        path = resolve(session, name).store_path
+    seg = store.read_table(settings, path, "segments").to_pydict()
+    keys = [segment_scores.segment_key(s, r, c) for s, r, c in zip(seg["source"], seg["references"],
+                                                                    seg["candidate"], strict=True)]
+    scored = next(s for s in scored_signatures(settings) if s.metric == metric)
+    lookup = score_lookup(settings, scored, set(keys))
+    systems = sorted(set(seg["system"]))
+    items = sorted(set(seg["item_id"]), key=int)
+    at = {(s, i): n for n, (s, i) in enumerate(zip(seg["system"], seg["item_id"], strict=True))}
+    # system-major vectors (assay.stats): entry s * len(items) + i
+    gold = np.array([seg["human_raw"][at[(s, i)]] for s in systems for i in items])
+    values = np.array([lookup[keys[at[(s, i)]]][0] for s in systems for i in items])
+    flat = kendall_tau(gold, values).value
+    per_item = kendall_tau(gold, values, num_systems=len(systems), grouping="item").value
+    return flat, per_item
+
+
+@pytest.mark.parametrize(("release", "expected"), [
+    # REFERENCE_NUMBERS.md "MQM with error spans", computed independently with sacrebleu 2.x defaults:
+    # sentBLEU flat / per item, chrF flat / per item, system-level Pearson of corpus BLEU
+    (TED, (0.1406, 0.0641, 0.1468, 0.0748, 0.620)),
+    (WMT23, (0.0504, 0.2160, 0.1412, 0.2865, 0.908)),
+])
+def test_reference_numbers(shared_data: Path, release: Path, expected: tuple[float, ...]) -> None:
+    name = ingest_and_score(shared_data, release)
+    score_dataset(name, MetricSpec("bleu"), scope="outputs")
+    found = (*seg_taus(name, "sentbleu"), *seg_taus(name, "chrf"))
+    assert found == pytest.approx(expected[:4], abs=0.001)
+    sys_rows = evaluate(name, level="sys", metrics=["bleu"], statistics=["pearson"], n_resamples=20)["rows"]
+    pearson = next(r for r in sys_rows if r["group"] == "en-de")
+    assert pearson["value"] == pytest.approx(expected[4], abs=0.001)
+    assert pearson["n"] == (13 if release == TED else 9)  # the reference system is not a candidate
+
+
+def test_wmt24_protocol_and_the_error_analysis(shared_data: Path) -> None:
+    name = ingest_and_score(shared_data, WMT23)
+    result = evaluate(name, protocol="wmt24", n_resamples=100, n_permutations=200)
+    rows = {(r["level"], r["group"], r["statistic"], r["metric"]): r for r in result["rows"]}
+    assert result["protocol"] == "wmt24" and result["level"] == "wmt24"
+    for metric in ("sentbleu", "chrf"):
+        spa = rows[("sys", "en-de", "spa", metric)]
+        acc = rows[("seg", "en-de", "acc_t_item", metric)]
+        average = rows[("avg", "all", "wmt24", metric)]
+        assert 0.5 < spa["value"] <= 1 and 0.3 < acc["value"] <= 1
+        assert average["value"] == pytest.approx((spa["value"] + acc["value"]) / 2)
+        assert spa["aspect"] == "mqm:mtme" and spa["n"] == 9 * 104
+        assert spa["ci_low"] <= spa["value"] <= spa["ci_high"]
+    # deterministic for a seed: the same request gives the same numbers
+    again = evaluate(name, protocol="wmt24", n_resamples=100, n_permutations=200)
+    assert [r["value"] for r in again["rows"]] == [r["value"] for r in result["rows"]]
+    assert any("--include-human" in note for note in result["notes"])
+
+    # one rater: that rater's segments only, under its own aspect
+    one = evaluate(name, level="seg", statistics=["kendall"], rater="rater1", n_resamples=20)
+    assert {r["aspect"] for r in one["rows"]} == {"mqm:mtme:rater=rater1"}
+    assert all(r["n"] < 936 for r in one["rows"])
+    with pytest.raises(UsageError, match="no rater 'nobody'"):
+        evaluate(name, level="seg", rater="nobody", n_resamples=20)
+
+    # what chrF misses; stored, with the humans' yardstick beside it
+    analysis = analyse_errors(name, "chrf", n_resamples=200, top=3)
+    cells = {c["name"]: c for c in analysis["sensitivity"]["cells"]}
+    assert cells["Accuracy/Mistranslation"]["human_drop_std"]["low"] > 0
+    assert len(analysis["disagreements"]["pairs"]) == 3
+    stored = error_analysis.SENSITIVITY.read_run(load_settings(), name, analysis["run_id"])
+    assert len(stored) == len(cells)
+    spots = [r for r in stored if r["blind_spot_rank"] == 1]
+    assert len(spots) == 1 and spots[0]["cell"] == analysis["sensitivity"]["blind_spots"][0]
+    with pytest.raises(UsageError, match="no scores of 'bertscore'"):
+        analyse_errors(name, "bertscore", n_resamples=10)
