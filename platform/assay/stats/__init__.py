@@ -13,7 +13,8 @@ Modules, one concept each: ``correlation`` (Pearson, Spearman, Kendall b/c), ``k
 (Williams, PERM-BOTH permutation), ``bootstrap`` (resampling streams, percentile intervals, the
 paired bootstrap test), ``resampled`` (every replicate at once from resample counts), ``clusters``
 (significance clusters), ``model_selection`` (hybrid systems, Hits@1/MRR), ``coverage``
-(abstaining estimators), ``system_level`` (system scores and their correlation).
+(abstaining estimators), ``system_level`` (system scores and their correlation), ``spa`` (soft
+pairwise accuracy, WMT24).
 """
 
 from assay.stats._groups import Grouping, StatsInputError
@@ -67,6 +68,7 @@ from assay.stats.significance import (
     williams_p_value,
     williams_test,
 )
+from assay.stats.spa import SoftPairwiseAccuracy, pairwise_p_values, resampled_spa, spa
 from assay.stats.system_level import system_level_correlation, system_scores
 
 __all__ = [
@@ -83,6 +85,7 @@ __all__ = [
     "PermutationResult",
     "RankedMetric",
     "SignificanceClusters",
+    "SoftPairwiseAccuracy",
     "StatsInputError",
     "TieCalibrationResult",
     "WilliamsResult",
@@ -99,6 +102,7 @@ __all__ = [
     "pair_counts",
     "paired_bootstrap_p_value",
     "pairwise_accuracy",
+    "pairwise_p_values",
     "pearson",
     "percentile_interval",
     "permutation_test",
@@ -106,8 +110,10 @@ __all__ = [
     "rank_metrics",
     "ranking_order",
     "resample_indices",
+    "resampled_spa",
     "sample_hybrid_systems",
     "significance_clusters",
+    "spa",
     "spearman",
     "system_level_correlation",
     "system_scores",
