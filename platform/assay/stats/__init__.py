@@ -14,7 +14,7 @@ Modules, one concept each: ``correlation`` (Pearson, Spearman, Kendall b/c), ``k
 paired bootstrap test), ``resampled`` (every replicate at once from resample counts), ``clusters``
 (significance clusters), ``model_selection`` (hybrid systems, Hits@1/MRR), ``coverage``
 (abstaining estimators), ``system_level`` (system scores and their correlation), ``spa`` (soft
-pairwise accuracy, WMT24).
+pairwise accuracy, WMT24), ``grouped_acc`` (per-item acc_23 at one threshold and its bootstrap).
 """
 
 from assay.stats._groups import Grouping, StatsInputError
@@ -36,6 +36,7 @@ from assay.stats.correlation import (
     spearman,
 )
 from assay.stats.coverage import CoverageResult, coverage_report
+from assay.stats.grouped_acc import GroupedPairwise, per_group_pairwise, resampled_grouped_mean
 from assay.stats.kendall_like import (
     KendallLikeResult,
     MetricTies,
@@ -75,6 +76,7 @@ __all__ = [
     "Correlation",
     "CorrelationResult",
     "CoverageResult",
+    "GroupedPairwise",
     "Grouping",
     "HybridSystems",
     "KendallLikeResult",
@@ -104,12 +106,14 @@ __all__ = [
     "pairwise_accuracy",
     "pairwise_p_values",
     "pearson",
+    "per_group_pairwise",
     "percentile_interval",
     "permutation_test",
     "permutation_tests",
     "rank_metrics",
     "ranking_order",
     "resample_indices",
+    "resampled_grouped_mean",
     "resampled_spa",
     "sample_hybrid_systems",
     "significance_clusters",
