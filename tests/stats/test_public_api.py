@@ -11,7 +11,8 @@ import assay.stats
 
 EXPECTED = {
     "Correlation", "CorrelationResult", "CoverageResult", "GroupedPairwise", "Grouping", "HybridSystems",
-    "KendallLikeResult", "MetricTies", "ModelSelectionResult", "PairCounts", "PairwiseResult",
+    "KendallLikeResult", "KrippendorffAlpha", "MetricTies", "ModelSelectionResult", "PairCounts", "PairwiseResult",
+    "RaterKendallResult", "RaterPairKendall", "krippendorff_alpha_interval", "pairwise_rater_kendall",
     "PermutationResult", "RankedMetric", "SignificanceClusters", "SoftPairwiseAccuracy", "StatsInputError",
     "TieCalibrationResult", "pairwise_p_values", "per_group_pairwise", "resampled_grouped_mean", "resampled_spa", "spa",
     "WilliamsResult", "acc_23", "assign_clusters", "correlate", "coverage_report",

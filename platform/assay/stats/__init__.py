@@ -14,10 +14,18 @@ Modules, one concept each: ``correlation`` (Pearson, Spearman, Kendall b/c), ``k
 paired bootstrap test), ``resampled`` (every replicate at once from resample counts), ``clusters``
 (significance clusters), ``model_selection`` (hybrid systems, Hits@1/MRR), ``coverage``
 (abstaining estimators), ``system_level`` (system scores and their correlation), ``spa`` (soft
-pairwise accuracy, WMT24), ``grouped_acc`` (per-item acc_23 at one threshold and its bootstrap).
+pairwise accuracy, WMT24), ``grouped_acc`` (per-item acc_23 at one threshold and its bootstrap),
+``agreement`` (inter-rater agreement: pairwise Kendall tau, Krippendorff's alpha).
 """
 
 from assay.stats._groups import Grouping, StatsInputError
+from assay.stats.agreement import (
+    KrippendorffAlpha,
+    RaterKendallResult,
+    RaterPairKendall,
+    krippendorff_alpha_interval,
+    pairwise_rater_kendall,
+)
 from assay.stats.bootstrap import paired_bootstrap_p_value, percentile_interval, resample_indices
 from assay.stats.clusters import (
     RankedMetric,
@@ -80,12 +88,15 @@ __all__ = [
     "Grouping",
     "HybridSystems",
     "KendallLikeResult",
+    "KrippendorffAlpha",
     "MetricTies",
     "ModelSelectionResult",
     "PairCounts",
     "PairwiseResult",
     "PermutationResult",
     "RankedMetric",
+    "RaterKendallResult",
+    "RaterPairKendall",
     "SignificanceClusters",
     "SoftPairwiseAccuracy",
     "StatsInputError",
@@ -99,12 +110,14 @@ __all__ = [
     "kendall_like",
     "kendall_like_from_pairs",
     "kendall_tau",
+    "krippendorff_alpha_interval",
     "metric_ties_for_wmt_year",
     "model_selection",
     "pair_counts",
     "paired_bootstrap_p_value",
     "pairwise_accuracy",
     "pairwise_p_values",
+    "pairwise_rater_kendall",
     "pearson",
     "per_group_pairwise",
     "percentile_interval",
