@@ -30,6 +30,10 @@ under the **same** sign matrix. A segment drawn twice therefore keeps one sign i
 (both copies swap together), where a permutation test run on the resampled matrix would draw a sign
 per copy. That is an approximation, stated here, that keeps every replicate a single matrix product
 of the signs with count-weighted scores; with every count 1 a replicate is exactly :func:`spa`.
+(Exactly, because the float32 product of one system's column does not depend on how many other
+columns share the BLAS call, which the tests check on this machine's OpenBLAS, and each replicate's
+mean is taken as a 1-D mean, as pce.py takes it.) 13 systems x 529 segments, 1000 permutations,
+1000 resamples, human + 3 metrics: about 1 s on two cores.
 """
 
 from __future__ import annotations
