@@ -14,6 +14,7 @@ from assay.stats import (
     acc_23,
     pair_counts,
     pairwise_accuracy,
+    per_group_pairwise,
     tau_23,
     tie_calibration,
 )
@@ -87,6 +88,10 @@ def test_tie_calibration_grouped_uses_one_threshold_for_all_groups(grouping: Gro
     result = tie_calibration(gold, metric, num_systems=2, grouping=grouping)
     at_epsilon = acc_23(gold, metric, epsilon=result.epsilon, num_systems=2, grouping=grouping)
     assert result.value == pytest.approx(at_epsilon.value, abs=1e-12)
+    # ... and the mean of the per-group values at that epsilon (3 items or 2 systems)
+    per_group = per_group_pairwise(gold, metric, epsilon=result.epsilon, num_systems=2, grouping=grouping)
+    assert per_group.values.shape == ((3,) if grouping == "item" else (2,))
+    assert result.value == float(np.mean(per_group.values))
     rng = np.random.default_rng(0)
     for epsilon in rng.uniform(0, 4, size=20):
         other = acc_23(gold, metric, epsilon=float(epsilon), num_systems=2, grouping=grouping)

@@ -10,9 +10,11 @@ from pathlib import Path
 import assay.stats
 
 EXPECTED = {
-    "Correlation", "CorrelationResult", "CoverageResult", "Grouping", "HybridSystems",
-    "KendallLikeResult", "MetricTies", "ModelSelectionResult", "PairCounts", "PairwiseResult",
-    "PermutationResult", "RankedMetric", "SignificanceClusters", "StatsInputError", "TieCalibrationResult",
+    "Correlation", "CorrelationResult", "CoverageResult", "GroupedPairwise", "Grouping", "HybridSystems",
+    "KendallLikeResult", "KrippendorffAlpha", "MetricTies", "ModelSelectionResult", "PairCounts", "PairwiseResult",
+    "RaterKendallResult", "RaterPairKendall", "krippendorff_alpha_interval", "pairwise_rater_kendall",
+    "PermutationResult", "RankedMetric", "SignificanceClusters", "SoftPairwiseAccuracy", "StatsInputError",
+    "TieCalibrationResult", "pairwise_p_values", "per_group_pairwise", "resampled_grouped_mean", "resampled_spa", "spa",
     "WilliamsResult", "acc_23", "assign_clusters", "correlate", "coverage_report",
     "grouped_statistic", "kendall_like", "kendall_like_from_pairs", "kendall_tau", "metric_ties_for_wmt_year",
     "model_selection", "pair_counts", "paired_bootstrap_p_value", "pairwise_accuracy", "pearson",

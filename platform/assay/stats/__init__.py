@@ -13,10 +13,19 @@ Modules, one concept each: ``correlation`` (Pearson, Spearman, Kendall b/c), ``k
 (Williams, PERM-BOTH permutation), ``bootstrap`` (resampling streams, percentile intervals, the
 paired bootstrap test), ``resampled`` (every replicate at once from resample counts), ``clusters``
 (significance clusters), ``model_selection`` (hybrid systems, Hits@1/MRR), ``coverage``
-(abstaining estimators), ``system_level`` (system scores and their correlation).
+(abstaining estimators), ``system_level`` (system scores and their correlation), ``spa`` (soft
+pairwise accuracy, WMT24), ``grouped_acc`` (per-item acc_23 at one threshold and its bootstrap),
+``agreement`` (inter-rater agreement: pairwise Kendall tau, Krippendorff's alpha).
 """
 
 from assay.stats._groups import Grouping, StatsInputError
+from assay.stats.agreement import (
+    KrippendorffAlpha,
+    RaterKendallResult,
+    RaterPairKendall,
+    krippendorff_alpha_interval,
+    pairwise_rater_kendall,
+)
 from assay.stats.bootstrap import paired_bootstrap_p_value, percentile_interval, resample_indices
 from assay.stats.clusters import (
     RankedMetric,
@@ -35,6 +44,7 @@ from assay.stats.correlation import (
     spearman,
 )
 from assay.stats.coverage import CoverageResult, coverage_report
+from assay.stats.grouped_acc import GroupedPairwise, per_group_pairwise, resampled_grouped_mean
 from assay.stats.kendall_like import (
     KendallLikeResult,
     MetricTies,
@@ -67,22 +77,28 @@ from assay.stats.significance import (
     williams_p_value,
     williams_test,
 )
+from assay.stats.spa import SoftPairwiseAccuracy, pairwise_p_values, resampled_spa, spa
 from assay.stats.system_level import system_level_correlation, system_scores
 
 __all__ = [
     "Correlation",
     "CorrelationResult",
     "CoverageResult",
+    "GroupedPairwise",
     "Grouping",
     "HybridSystems",
     "KendallLikeResult",
+    "KrippendorffAlpha",
     "MetricTies",
     "ModelSelectionResult",
     "PairCounts",
     "PairwiseResult",
     "PermutationResult",
     "RankedMetric",
+    "RaterKendallResult",
+    "RaterPairKendall",
     "SignificanceClusters",
+    "SoftPairwiseAccuracy",
     "StatsInputError",
     "TieCalibrationResult",
     "WilliamsResult",
@@ -94,20 +110,27 @@ __all__ = [
     "kendall_like",
     "kendall_like_from_pairs",
     "kendall_tau",
+    "krippendorff_alpha_interval",
     "metric_ties_for_wmt_year",
     "model_selection",
     "pair_counts",
     "paired_bootstrap_p_value",
     "pairwise_accuracy",
+    "pairwise_p_values",
+    "pairwise_rater_kendall",
     "pearson",
+    "per_group_pairwise",
     "percentile_interval",
     "permutation_test",
     "permutation_tests",
     "rank_metrics",
     "ranking_order",
     "resample_indices",
+    "resampled_grouped_mean",
+    "resampled_spa",
     "sample_hybrid_systems",
     "significance_clusters",
+    "spa",
     "spearman",
     "system_level_correlation",
     "system_scores",
