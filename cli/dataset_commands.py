@@ -97,10 +97,13 @@ def show_command(ref: str, as_json: bool) -> None:
     """One dataset version: digest, source files with sha256, row counts, systems, warnings."""
     from assay.catalog.dataset_versions import resolve
     from assay.catalog.engine import session_scope
+    from assay.config import load_settings
+    from assay.datasets.rater_agreement import rater_agreement
 
     with session_scope() as session:
         version = resolve(session, ref)
         detail = version_summary(version)
+        detail["rater_agreement"] = rater_agreement(load_settings(), version.store_path)
         detail.update(
             store_path=version.store_path,
             code_version=version.code_version,
@@ -124,6 +127,18 @@ def show_command(ref: str, as_json: bool) -> None:
     groups = sorted({s["group"] for s in detail["systems"]})
     click.echo(f"  {len(detail['systems'])} systems over {len(groups)} groups: {', '.join(groups)}")
     click.echo(f"  {len(detail['source_files'])} source files (sha256 in --json)")
+    agreement = detail["rater_agreement"]
+    if agreement is not None:
+        alpha, tau = agreement["krippendorff_alpha_interval"], agreement["kendall_tau_b_mean"]
+        if agreement["pairable_units"] == 0:
+            click.echo(f"  raters: {agreement['raters']}; every output was rated by one rater, so agreement "
+                       "cannot be measured")
+        else:
+            click.echo(f"  raters: {agreement['raters']}; Krippendorff's alpha (interval) "
+                       f"{'-' if alpha is None else f'{alpha:.3f}'} over {agreement['pairable_units']:,} outputs "
+                       f"rated more than once; pairwise Kendall tau-b mean "
+                       f"{'-' if tau is None else f'{tau:.3f}'} over {agreement['rater_pairs_with_tau']} rater "
+                       "pairs (each pair in --json)")
     for warning in detail["warnings"]:
         click.echo(f"  warning: {warning}")
     click.echo("  versions: " + ", ".join(f"{v['version_number']} ({v['version_digest'][:12]})"

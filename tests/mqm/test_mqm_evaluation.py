@@ -88,6 +88,16 @@ def test_wmt24_protocol_and_the_error_analysis(shared_data: Path) -> None:
     assert [r["value"] for r in again["rows"]] == [r["value"] for r in result["rows"]]
     assert any("--include-human" in note for note in result["notes"])
 
+    # rater agreement in `assay datasets show` (3 of 10 raters per output; values in tests/stats)
+    from click.testing import CliRunner
+
+    from assay.cli.main import cli
+
+    shown = CliRunner().invoke(cli, ["datasets", "show", name])
+    assert shown.exit_code == 0, shown.output
+    assert "Krippendorff's alpha (interval) 0.499 over 1,040 outputs" in shown.output
+    assert "pairwise Kendall tau-b mean" in shown.output
+
     # one rater: that rater's segments only, under its own aspect
     one = evaluate(name, level="seg", statistics=["kendall"], rater="rater1", n_resamples=20)
     assert {r["aspect"] for r in one["rows"]} == {"mqm:mtme:rater=rater1"}

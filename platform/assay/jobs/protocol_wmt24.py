@@ -39,7 +39,8 @@ from assay.jobs.evaluation_cells import Cell, FloatArray, Resamples
 from assay.jobs.judgments import JudgmentFilter
 from assay.results import segment_scores
 from assay.results.segment_scores import ScoredMetric
-from assay.stats.pairwise import count_pairs, tie_calibration
+from assay.stats.grouped_acc import per_group_pairwise, resampled_grouped_mean
+from assay.stats.pairwise import tie_calibration
 from assay.stats.spa import resampled_spa, spa
 
 PROTOCOL = "wmt24"
@@ -125,9 +126,9 @@ def _group_cells(group: str, aspect: str, scored: ScoredMetric, grid: _Grid, met
     # system-major vectors: entry s * n_items + i is system s on item i
     calibrated = tie_calibration(grid.human.ravel(), metric.ravel(), statistic="acc_23", num_systems=n_systems,
                                  grouping="item")
-    per_item = np.array([count_pairs(grid.human[:, i], metric[:, i], calibrated.epsilon).acc_23
-                         for i in range(n_items)], dtype=np.float64)
-    acc_replicates = counts @ per_item / counts.sum(axis=1)
+    per_item = per_group_pairwise(grid.human.ravel(), metric.ravel(), epsilon=calibrated.epsilon,
+                                  num_systems=n_systems, grouping="item")
+    acc_replicates = resampled_grouped_mean(per_item.values, counts)
     acc_value = float(calibrated.value)
     n = n_systems * n_items
     common = {"n": n, "n_excluded": grid.n_excluded, "item_set": item_set}
