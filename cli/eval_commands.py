@@ -57,7 +57,8 @@ def evaluate_command(dataset: str, level: str, metrics: tuple[str, ...], statist
 
 @click.command("leaderboard")
 @click.option("--dataset", required=True, metavar="NAME[@VERSION]")
-@click.option("--level", type=click.Choice(["seg", "sys"]), default="seg", show_default=True)
+@click.option("--level", type=click.Choice(["seg", "sys", "avg"]), default="seg", show_default=True,
+              help="avg: the mean of a protocol's statistics (--protocol wmt24 stores it as --stat wmt24).")
 @click.option("--stat", "statistic", default="kendall", show_default=True, help=STAT_HELP)
 @click.option("--group", default="all", show_default=True, help="Language pair / task, or 'all' (mean).")
 @click.option("--aspect", help="Aspect (e.g. WebNLG fluency); default: every aspect.")
