@@ -68,8 +68,8 @@ def wmt24_cells(settings: Settings, store_path: str, candidates: Sequence[Scored
     human = human_array(seg)
     grids = _grids(seg, human)
     key_set = {keys[i] for grid in grids.values() for i in grid.rows.ravel()}
-    cells: list[Cell] = []
     skipped: list[str] = []
+    matrices: dict[tuple[str, str], list[tuple[ScoredMetric, FloatArray]]] = {slot: [] for slot in grids}
     for scored in candidates:
         if scored.has_sufficient_statistics:
             continue  # corpus-level (BLEU): its segment scores are another metric's (sentbleu)
@@ -78,16 +78,28 @@ def wmt24_cells(settings: Settings, store_path: str, candidates: Sequence[Scored
             if lookup:
                 skipped.append(f"{scored.signature} ({len(key_set - lookup.keys())} segments unscored)")
             continue
-        metric_cells: list[Cell] = []
-        for (group, aspect), grid in sorted(grids.items()):
+        for (group, aspect), grid in grids.items():
             metric = np.array([[np.nan if lookup[keys[i]][0] is None else lookup[keys[i]][0] for i in row]
                                for row in grid.rows], dtype=np.float64)
             if np.isnan(metric).any():
                 skipped.append(f"{scored.signature} (undefined scores in {group})")
                 continue
-            item_set = item_set_digest([keys[i] for i in grid.rows.ravel()])
-            counts = resamples.counts(f"{PROTOCOL}/{group}/{aspect}", grid.human.shape[1])
-            metric_cells += _group_cells(group, aspect, scored, grid, metric, counts, item_set, n_permutations, seed)
+            matrices[(group, aspect)].append((scored, metric))
+    by_metric: dict[str, list[Cell]] = {}
+    for (group, aspect), grid in sorted(grids.items()):
+        scored_here = matrices[(group, aspect)]
+        if not scored_here:
+            continue
+        item_set = item_set_digest([keys[i] for i in grid.rows.ravel()])
+        counts = resamples.counts(f"{PROTOCOL}/{group}/{aspect}", grid.human.shape[1])
+        # one call for every metric: the human p-values of each resample are computed once
+        spa_replicates = np.atleast_2d(resampled_spa(grid.human, [m for _, m in scored_here], counts,
+                                                     n_permutations=n_permutations, seed=seed))
+        for (scored, metric), replicates in zip(scored_here, spa_replicates, strict=True):
+            by_metric.setdefault(scored.signature, []).extend(
+                _group_cells(group, aspect, scored, grid, metric, replicates, counts, item_set, n_permutations, seed))
+    cells: list[Cell] = []
+    for metric_cells in by_metric.values():
         cells += metric_cells + _overall(metric_cells)
     return cells, skipped
 
@@ -119,10 +131,10 @@ def _grids(seg: dict[str, list], human: FloatArray) -> dict[tuple[str, str], _Gr
 
 
 def _group_cells(group: str, aspect: str, scored: ScoredMetric, grid: _Grid, metric: FloatArray,
-                 counts: FloatArray, item_set: str, n_permutations: int, seed: int) -> list[Cell]:
+                 spa_replicates: FloatArray, counts: FloatArray, item_set: str, n_permutations: int, seed: int
+                 ) -> list[Cell]:
     n_systems, n_items = grid.human.shape
     spa_value = spa(grid.human, metric, n_permutations=n_permutations, seed=seed).value
-    spa_replicates = resampled_spa(grid.human, metric, counts, n_permutations=n_permutations, seed=seed)
     # system-major vectors: entry s * n_items + i is system s on item i
     calibrated = tie_calibration(grid.human.ravel(), metric.ravel(), statistic="acc_23", num_systems=n_systems,
                                  grouping="item")
