@@ -40,8 +40,10 @@ def in_real_home(real_home: tuple[Path, Ingested], monkeypatch: pytest.MonkeyPat
 
 
 def test_every_shared_dataset_is_discovered(in_real_home: dict[str, IngestResult]) -> None:
-    assert set(in_real_home) == {"wmt16-da-seg", "wmt17-da", "wmt18-da", "webnlg2017-human-eval", "huse"}
-    assert {r.label for r in in_real_home.values()} == {"wmt16@1", "wmt17@1", "wmt18@1", "webnlg2017@1", "huse@1"}
+    assert set(in_real_home) == {"wmt16-da-seg", "wmt17-da", "wmt18-da", "webnlg2017-human-eval", "huse",
+                                 "mqm-ted-ende", "mqm-wmt23-ende"}
+    assert {r.label for r in in_real_home.values()} == {"wmt16@1", "wmt17@1", "wmt18@1", "webnlg2017@1", "huse@1",
+                                                        "mqm-ted-ende@1", "mqm-wmt23-ende@1"}
 
 
 def test_shapes(in_real_home: dict[str, IngestResult]) -> None:
@@ -66,7 +68,12 @@ def test_duckdb_views_over_real_data(in_real_home: dict[str, IngestResult]) -> N
     _, rows = run_user_query("SELECT count(*), min(len(ratings)), max(len(ratings)) FROM huse")
     assert rows == [(200, 20, 20)]
     _, rows = run_user_query("SELECT count(DISTINCT dataset) FROM segments")
-    assert rows == [(4,)]  # wmt18 has no segment-level judgments
+    assert rows == [(6,)]  # wmt18 has no segment-level judgments
+    # the MQM tables have views of their own (errors: 8,435 TED rows - 4,404 No-error, PROVENANCE.md)
+    _, rows = run_user_query("SELECT count(*), count(DISTINCT rater) FROM mqm_ted_ende_errors")
+    assert rows == [(4031, 4)]
+    _, rows = run_user_query("SELECT count(*) FROM ratings WHERE dataset = 'mqm-wmt23-ende'")
+    assert rows == [(3120,)]
 
 
 def test_joined_text_spot_check(in_real_home: dict[str, IngestResult], shared_data: Path) -> None:
