@@ -53,10 +53,10 @@ LEVELS = ("category", "category+severity")
 def one_signature(settings: Settings, wanted: str, keys: set[str]) -> ScoredMetric:
     """The scored signature a request names (a signature, or a metric name with one signature
     that scored every wanted segment)."""
-    from assay.jobs.evaluation import wanted_signatures
+    from assay.jobs.evaluation import score_lookup, wanted_signatures
 
     found = [s for s in wanted_signatures(scored_signatures(settings), [wanted]) if not s.has_sufficient_statistics]
-    complete = [s for s in found if keys <= set(_scores(settings, s, keys))]
+    complete = [s for s in found if keys <= score_lookup(settings, s, keys).keys()]
     if len(complete) == 1:
         return complete[0]
     if not complete:
@@ -64,11 +64,6 @@ def one_signature(settings: Settings, wanted: str, keys: set[str]) -> ScoredMetr
                          f"`assay score --dataset NAME --metric {wanted}`")
     raise UsageError(f"{wanted!r} names {len(complete)} scored signatures; pass one of: "
                      + "; ".join(s.signature for s in complete))
-
-
-def _scores(settings: Settings, scored: ScoredMetric, keys: set[str]) -> dict[str, float | None]:
-    table = segment_scores.read_scores(settings, scored.metric, scored.signature, keys)
-    return dict(zip(table.column("key").to_pylist(), table.column("score").to_pylist(), strict=True))
 
 
 def rated_outputs(settings: Settings, dataset: str, *, include_human: bool | None = None
@@ -151,8 +146,10 @@ def analyse_errors(dataset: str, metric: str, *, parent: str | None = None, leve
 
 
 def _metric_vector(settings: Settings, scored: ScoredMetric, keys: Sequence[str]) -> np.ndarray:
-    found = _scores(settings, scored, set(keys))
-    return np.array([np.nan if found[k] is None else found[k] for k in keys], dtype=np.float64)
+    from assay.jobs.evaluation import score_lookup
+
+    found = score_lookup(settings, scored, set(keys))
+    return np.array([np.nan if found[k][0] is None else found[k][0] for k in keys], dtype=np.float64)
 
 
 def _cell_rows(head: dict[str, Any], report: SensitivityReport, comparison: SensitivityComparison | None,

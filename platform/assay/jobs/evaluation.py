@@ -42,7 +42,6 @@ draws (:mod:`assay.results.correlations`, :mod:`assay.results.significance`,
 
 from __future__ import annotations
 
-import hashlib
 import time
 import warnings
 from collections.abc import Sequence
@@ -58,7 +57,7 @@ from assay.catalog.engine import session_scope
 from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED, Settings, load_settings
 from assay.datasets.human import human_array, human_score
 from assay.errors import UsageError
-from assay.jobs.evaluation_cells import Cell, Resamples
+from assay.jobs.evaluation_cells import Cell, Resamples, group_means, item_set_digest
 from assay.jobs.judgments import JudgmentFilter
 from assay.jobs.protocol_wmt24 import DEFAULT_PERMUTATIONS, wmt24_cells
 from assay.jobs.protocol_wmt24 import LEVELS as WMT24_LEVELS
@@ -118,12 +117,6 @@ PairKey = tuple[str, str, str, str, str]
 
 
 # --- what is evaluated: stored signatures ---------------------------------------------------------
-
-def item_set_digest(values: Sequence[str]) -> str:
-    """The ``item_set`` of a correlation, a digest of the items it was computed on: the first 16 hex
-    digits of sha256 over the sorted values (order-free)."""
-    return hashlib.sha256("\n".join(sorted(values)).encode()).hexdigest()[:16]
-
 
 def wanted_signatures(candidates: list[ScoredMetric], metrics: Sequence[str] | None) -> list[ScoredMetric]:
     """The candidates a request names (a metric name, a signature or a signature prefix); all
@@ -278,7 +271,7 @@ def _compute(settings: Settings, dataset: str, metrics: Sequence[str] | None, re
         raise UsageError(f"no metric scores cover {name}@{number} at level {level}; {hint}"
                          + (f" (incomplete: {', '.join(skipped)})" if skipped else ""))
     if level != "wmt24":  # the protocol computes its own mean over language pairs
-        cells += _group_means(cells)
+        cells += group_means(cells)
     p_values = _significance(cells, level, seed, n_resamples)
     return _Computed(name, number, digest, protocol_name, cells, skipped, p_values, notes)
 
@@ -354,24 +347,6 @@ def _write(settings: Settings, dataset: str, run_id: str, records: list[dict[str
 
 
 # --- cells and their shared resamples -------------------------------------------------------------
-
-def _group_means(cells: list[Cell]) -> list[Cell]:
-    """Group ``all``: the plain mean over groups (the "avg" of the WMT and BLEURT tables), its
-    replicates the mean of the paired group replicates."""
-    means = []
-    keyed: dict[tuple[str, str, str], list[Cell]] = {}
-    for c in cells:
-        keyed.setdefault((c.aspect, c.statistic, c.scored.signature), []).append(c)
-    for (aspect, statistic, _), group_cells in sorted(keyed.items()):
-        values = [c.value for c in group_cells]
-        if len(group_cells) < 2 or any(v is None for v in values):
-            continue
-        means.append(Cell(
-            "all", aspect, statistic, group_cells[0].scored, float(np.mean([v for v in values if v is not None])),
-            np.mean(np.vstack([c.replicates for c in group_cells]), axis=0), sum(c.n for c in group_cells),
-            sum(c.n_excluded for c in group_cells), item_set_digest([c.item_set for c in group_cells])))
-    return means
-
 
 # --- segment level --------------------------------------------------------------------------------
 

@@ -9,6 +9,8 @@ from the same resamples).
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,3 +82,30 @@ class Resamples:
         if key not in self._counts:
             self._counts[key] = resample_counts(self.indices(stream, size), size)
         return self._counts[key]
+
+
+def item_set_digest(values: Sequence[str]) -> str:
+    """The ``item_set`` of a correlation, a digest of the items it was computed on: the first 16 hex
+    digits of sha256 over the sorted values (order-free)."""
+    return hashlib.sha256("\n".join(sorted(values)).encode()).hexdigest()[:16]
+
+
+def group_means(cells: list[Cell], *, min_groups: int = 2) -> list[Cell]:
+    """Group ``all``: the plain mean over groups (the "avg" of the WMT and BLEURT tables), its
+    replicates the mean of the paired group replicates. Only (aspect, statistic, metric) slots
+    with at least ``min_groups`` groups get one (a protocol whose headline is the mean over
+    language pairs asks for it with one pair too); the mean keeps the cells' ``level``."""
+    means = []
+    keyed: dict[tuple[str, str, str], list[Cell]] = {}
+    for c in cells:
+        keyed.setdefault((c.aspect, c.statistic, c.scored.signature), []).append(c)
+    for (aspect, statistic, _), group_cells in sorted(keyed.items()):
+        values = [c.value for c in group_cells]
+        if len(group_cells) < min_groups or any(v is None for v in values):
+            continue
+        means.append(Cell(
+            "all", aspect, statistic, group_cells[0].scored, float(np.mean([v for v in values if v is not None])),
+            np.mean(np.vstack([c.replicates for c in group_cells]), axis=0), sum(c.n for c in group_cells),
+            sum(c.n_excluded for c in group_cells), item_set_digest([c.item_set for c in group_cells]),
+            level=group_cells[0].level))
+    return means

@@ -35,7 +35,7 @@ import numpy as np
 
 from assay.config import Settings
 from assay.datasets.human import human_array
-from assay.jobs.evaluation_cells import Cell, FloatArray, Resamples
+from assay.jobs.evaluation_cells import Cell, FloatArray, Resamples, group_means, item_set_digest
 from assay.jobs.judgments import JudgmentFilter
 from assay.results import segment_scores
 from assay.results.segment_scores import ScoredMetric
@@ -56,7 +56,7 @@ def wmt24_cells(settings: Settings, store_path: str, candidates: Sequence[Scored
                 ) -> tuple[list[Cell], list[str]]:
     """SPA, item-grouped acc-t and their mean per (group, aspect) and over groups (``all``) for every
     segment-level signature that scored all of the items; and the signatures left out."""
-    from assay.jobs.evaluation import item_set_digest, score_lookup
+    from assay.jobs.evaluation import score_lookup
 
     segments = rows.table(settings, store_path, "segments")
     if segments.num_rows == 0:
@@ -100,7 +100,7 @@ def wmt24_cells(settings: Settings, store_path: str, candidates: Sequence[Scored
                 _group_cells(group, aspect, scored, grid, metric, replicates, counts, item_set, n_permutations, seed))
     cells: list[Cell] = []
     for metric_cells in by_metric.values():
-        cells += metric_cells + _overall(metric_cells)
+        cells += metric_cells + group_means(metric_cells, min_groups=1)
     return cells, skipped
 
 
@@ -151,22 +151,3 @@ def _group_cells(group: str, aspect: str, scored: ScoredMetric, grid: _Grid, met
         Cell(group, aspect, AVERAGE, scored, (spa_value + acc_value) / 2, (spa_replicates + acc_replicates) / 2,
              **common, level=LEVELS[AVERAGE]),
     ]
-
-
-def _overall(cells: list[Cell]) -> list[Cell]:
-    """Group ``all``: per (aspect, statistic) the mean over language pairs, replicates averaged."""
-    from assay.jobs.evaluation import item_set_digest
-
-    by_slot: dict[tuple[str, str], list[Cell]] = {}
-    for c in cells:
-        by_slot.setdefault((c.aspect, c.statistic), []).append(c)
-    overall = []
-    for (aspect, statistic), group_cells in sorted(by_slot.items()):
-        values = [c.value for c in group_cells if c.value is not None]
-        if len(values) != len(group_cells):
-            continue
-        overall.append(Cell("all", aspect, statistic, group_cells[0].scored, float(np.mean(values)),
-                            np.mean(np.vstack([c.replicates for c in group_cells]), axis=0),
-                            sum(c.n for c in group_cells), sum(c.n_excluded for c in group_cells),
-                            item_set_digest([c.item_set for c in group_cells]), level=LEVELS[statistic]))
-    return overall
