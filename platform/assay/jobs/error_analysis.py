@@ -170,10 +170,9 @@ def _cell_rows(head: dict[str, Any], report: SensitivityReport, comparison: Sens
                         f"{name}_high": _finite(estimate.high)})
         if comparison is not None:
             change = comparison.cell(cell.name)
-            data = change.as_dict()
-            diff = data.get("difference") or data.get("change") or {}
-            row.update({"change_std": diff.get("value"), "change_std_low": diff.get("low"),
-                        "change_std_high": diff.get("high"), "verdict": change.verdict})
+            difference = change.difference
+            row.update({"change_std": _finite(difference.value), "change_std_low": _finite(difference.low),
+                        "change_std_high": _finite(difference.high), "verdict": change.verdict})
         rows.append(row)
     return rows
 

@@ -8,6 +8,8 @@
 2. metric-vs-human scatter plots at segment level for the main dataset (a sample of at most
    ``sample_limit`` segments per plot);
 3. system-level plots, human vs metric system scores per language pair, as the evaluation stored them;
+   then, on MQM data, what each metric misses (``assay errors``): a heat map of blind-spot ratios per
+   error category and metric, and the worst disagreements with the raters' error spans;
 4. the BLEU Neighbors coverage/Spearman trade-off on HUSE, computed at build time;
 5. correlation against α for quality-drift test samples, then learned metrics: validation curves
    and lineage of registered checkpoints, and the robustness experiments with training (BLEURT
@@ -42,6 +44,7 @@ from assay.report.sections import (
     Section,
     correlations,
     drift,
+    errors,
     learned,
     neighbors,
     nightly,
@@ -71,11 +74,13 @@ def build_report(out_dir: Path | str, settings: Settings | None = None, *, main_
     experiment_runs = {r["evaluate_run_id"] for r in robustness_results.read(settings) if r["evaluate_run_id"]}
     evaluations, drift_evaluations = latest_evaluations(correlation_rows(settings), versions, experiment_runs)
     signatures = [s for e in [*evaluations, *drift_evaluations] for s in e.signatures]
+    signatures += errors.analysed_signatures(settings)
     ctx = ReportContext(settings, versions, MetricPalette.of(signatures, labels_by_digest(settings)), code_version())
     sections = [
         correlations.render(ctx, evaluations),
         scatter.render(ctx, evaluations, main_dataset, sample_limit, seed),
         systems.render(ctx, evaluations),
+        errors.render(ctx),
         neighbors.render(ctx, versions),
         drift.render(ctx, drift_evaluations),
         learned.render(ctx),

@@ -20,8 +20,10 @@ STATISTIC_NAMES = {
     "pearson": "Pearson r", "spearman": "Spearman ρ", "kendall": "Kendall τ-b", "kendall_c": "Kendall τ-c",
     "kendall_like": "WMT DARR Kendall-like τ", "pairwise_accuracy": "pairwise accuracy",
     "tau23": "τ_23", "acc23": "acc_23", "acc_t": "acc-t (tie-calibrated acc_23)",
+    "spa": "soft pairwise accuracy (SPA)", "acc_t_item": "acc-t grouped by item (tie-calibrated)",
+    "wmt24": "WMT24 average (SPA and item-grouped acc-t)",
 }
-LEVEL_NAMES = {"seg": "segment level", "sys": "system level"}
+LEVEL_NAMES = {"seg": "segment level", "sys": "system level", "avg": "mean of system and segment level (WMT24)"}
 
 
 def statistic_name(statistic: str) -> str:

@@ -100,6 +100,23 @@ table.data tr.ref-independent td.src { color:#1a7f37; }
 table.data tr.divider td { text-align:left; font-size:11px; text-transform:uppercase; letter-spacing:0.06em;
   color:var(--muted); background:#fff; padding-top:10px; }
 table.data td[title]:hover, table.data tr.ref:hover td { background:#eef4fb; }
+table.heatmap td.heat { text-align:center; min-width:92px; }
+table.heatmap td.heat.ns { background:var(--soft); color:var(--muted); }
+table.heatmap td.heat.none { color:var(--muted); }
+table.heatmap .spot { font-size:10.5px; margin-left:4px; color:#82071e; font-weight:600; }
+table.heatmap .verdict { font-size:12px; margin-left:3px; font-weight:700; }
+table.heatmap .verdict.improved { color:#1a7f37; }
+table.heatmap .verdict.worse { color:#cf222e; }
+table.disagreements td.text { text-align:left; white-space:normal; vertical-align:top; min-width:220px;
+  max-width:380px; font-size:12.5px; line-height:1.55; }
+table.disagreements td { vertical-align:top; }
+table.disagreements thead th { text-align:left; }
+table.disagreements .who { color:var(--muted); font-size:11.5px; margin-bottom:2px; }
+table.disagreements ul.errs { margin:4px 0 0; padding-left:16px; color:var(--muted); font-size:11.5px; }
+mark { border-radius:2px; padding:0 1px; color:inherit; }
+mark.sev-major { background:#ffd7d5; border-bottom:2px solid #cf222e; }
+mark.sev-minor { background:#fff1c2; border-bottom:2px solid #bf8700; }
+mark.sev-other { background:#eaeef2; border-bottom:2px solid #8c959f; }
 table.grid-table td.default { outline:2px solid var(--accent); outline-offset:-2px; }
 .empty { border:1px dashed #afb8c1; border-radius:8px; padding:10px 14px; background:#fbfcfd; max-width:900px;
   margin:8px 0 14px; }

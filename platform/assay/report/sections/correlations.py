@@ -39,7 +39,8 @@ def _chart(ctx: ReportContext, evaluation: Evaluation, aspect: str, statistic: s
                 continue
             sizes.add(row.n)
             bars[signature] = Bar(row.value, row.ci_low, row.ci_high, row.rank, row.cluster, ctx.row_tooltip(row))
-        unit = "systems" if evaluation.level == "sys" else "segments"
+        # a DA system-level n counts systems; SPA's and the WMT24 average's n count the rated outputs
+        unit = "systems" if evaluation.level == "sys" and statistic != "spa" else "segments"
         size = f"n = {max(sizes):,} {unit}" if sizes else ""
         panels.append(Panel("all (mean over groups)" if group == "all" else group, size, bars))
     version = evaluation.version
