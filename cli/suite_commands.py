@@ -8,7 +8,10 @@ A suite lists dataset versions, each with its levels, statistics and (optionally
     assay suite define nightly --all-datasets         # every ingested dataset, pearson and kendall
 
 ``--entry`` is ``DATASET:LEVELS[:STATISTICS[:GROUPS]]`` with comma-separated lists (an empty
-STATISTICS means Pearson and Kendall). A bare dataset name pins its latest version now.
+STATISTICS means Pearson and Kendall). A bare dataset name pins its latest version now. On MQM
+data, LEVELS may name the WMT24 protocol and the error analysis instead of levels::
+
+    assay suite define nightly --entry mqm-wmt23-ende:wmt24,errors   # SPA, acc-t, their mean; blind spots
 """
 
 from __future__ import annotations
@@ -23,7 +26,29 @@ from assay.cli.output import emit_json
 from assay.config import load_settings
 from assay.errors import InputError, UsageError
 
-ENTRY_SYNTAX = "DATASET:LEVELS[:STATISTICS[:GROUPS]], e.g. wmt17@1:seg:kendall,pearson or wmt18:sys:pearson:de-en"
+ENTRY_SYNTAX = ("DATASET:LEVELS[:STATISTICS[:GROUPS]], e.g. wmt17@1:seg:kendall,pearson, wmt18:sys:pearson:de-en "
+                "or mqm-wmt23-ende:wmt24,errors")
+PROTOCOL_LEVELS = ("wmt24",)
+"""Names accepted among LEVELS that select a protocol (its own levels) instead."""
+ERRORS_LEVEL = "errors"
+"""The name among LEVELS that adds the error analysis (MQM data)."""
+
+
+def levels_entry(levels: list[str]) -> dict[str, Any]:
+    """The entry keys for LEVELS: ``levels``, or ``protocol`` for a protocol name, plus ``errors``."""
+    names = [lv.strip() for lv in levels if lv.strip()]
+    entry: dict[str, Any] = {}
+    protocols = [lv for lv in names if lv in PROTOCOL_LEVELS]
+    if len(protocols) > 1 or (protocols and len(set(names) - {ERRORS_LEVEL}) > 1):
+        raise UsageError(f"levels {','.join(names)}: a protocol ({', '.join(PROTOCOL_LEVELS)}) fixes its own "
+                         "levels; name it alone (with 'errors' if wanted)")
+    if protocols:
+        entry["protocol"] = protocols[0]
+    else:
+        entry["levels"] = [lv for lv in names if lv != ERRORS_LEVEL]
+    if ERRORS_LEVEL in names:
+        entry["errors"] = True
+    return entry
 
 
 @click.group("suite")
@@ -36,7 +61,7 @@ def parse_entry(text: str) -> dict[str, Any]:
     parts = text.split(":")
     if not 2 <= len(parts) <= 4 or not parts[0] or not parts[1]:
         raise UsageError(f"--entry {text!r}: expected {ENTRY_SYNTAX}")
-    entry: dict[str, Any] = {"dataset": parts[0], "levels": parts[1]}
+    entry: dict[str, Any] = {"dataset": parts[0], **levels_entry(parts[1].split(","))}
     if len(parts) > 2 and parts[2]:
         entry["statistics"] = parts[2]
     if len(parts) > 3 and parts[3]:
@@ -64,7 +89,8 @@ def _read_file(path: Path) -> list[Any]:
               help=f"A dataset entry (repeatable): {ENTRY_SYNTAX}.")
 @click.option("--dataset", "datasets", multiple=True, metavar="NAME[@VERSION]",
               help="A dataset (repeatable), evaluated at every --level with every --stat.")
-@click.option("--level", "levels", multiple=True, type=click.Choice(["seg", "sys"]), help="Level for --dataset.")
+@click.option("--level", "levels", multiple=True, type=click.Choice(["seg", "sys", *PROTOCOL_LEVELS, ERRORS_LEVEL]),
+              help="Level for --dataset; wmt24 (the protocol) and errors (the error analysis) on MQM data.")
 @click.option("--stat", "--statistic", "statistics", multiple=True,
               help="Statistic for --dataset (default: pearson and kendall).")
 @click.option("--group", "groups", multiple=True, help="Only these groups of each --dataset (default: all).")
@@ -95,7 +121,7 @@ def define_command(name: str, entries: tuple[str, ...], datasets: tuple[str, ...
         if datasets and not levels:
             raise UsageError("--dataset needs at least one --level (seg or sys)")
         spec = [parse_entry(text) for text in entries]
-        spec += [{"dataset": d, "levels": list(levels), "statistics": list(statistics) or None,
+        spec += [{"dataset": d, **levels_entry(list(levels)), "statistics": list(statistics) or None,
                   "groups": list(groups) or None} for d in datasets]
     defined, created = define_suite(settings, name, spec)
     if as_json:
@@ -110,7 +136,9 @@ def _print_entries(entries: list[dict[str, Any]]) -> None:
     for entry in entries:
         cells = "; ".join(f"{level}: {', '.join(stats)}" for level, stats in entry["statistics_by_level"].items())
         groups = f"  groups {', '.join(entry['groups'])}" if entry.get("groups") else ""
-        click.echo(f"  {entry['dataset']}  {entry['digest'][:12]}  {cells}{groups}")
+        protocol = f"  protocol {entry['protocol']}" if entry.get("protocol") else ""
+        errors = "  + error analysis" if entry.get("errors") else ""
+        click.echo(f"  {entry['dataset']}  {entry['digest'][:12]}  {cells}{protocol}{groups}{errors}")
 
 
 @suite.command("list")

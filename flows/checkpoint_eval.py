@@ -7,7 +7,10 @@ pool. The run first claims the item in the catalog's ledger; a claim that fails 
 completed, failed on bad input, or running elsewhere) ends the run at once with nothing done. Then
 it scores the dataset with the checkpoint (the ``score`` flow: its parts are resumable, so a retry
 after a crash computes only what the killed run had not written), evaluates the suite's levels and
-statistics for that checkpoint's signature, and completes the ledger row.
+statistics for that checkpoint's signature (an entry with ``protocol`` is one evaluation under that
+protocol, e.g. WMT24's SPA, acc-t and their mean), runs the error analysis where the entry asks for
+it (``errors``: what the checkpoint misses on MQM data, ``assay errors``), and completes the ledger
+row.
 
 A crash (the process killed, the host lost) leaves the row ``running``; the nightly sweep's
 reconciler (:func:`assay.flows.nightly.reconcile_task`) asks Prefect about its flow run, marks it
@@ -54,14 +57,22 @@ def claim_task(item: dict[str, Any], flow_run_id: str | None) -> dict[str, Any] 
 
 @task(name="evaluate-suite-entry", task_run_name="evaluate {dataset} {level}", **RETRY_TRANSIENT)
 def evaluate_entry_task(dataset: str, level: str, signature: str, statistics: list[str],
-                        exclude_groups: list[str]) -> dict[str, Any]:
+                        exclude_groups: list[str], protocol: str | None = None) -> dict[str, Any]:
     from assay.jobs.evaluation import evaluate
 
     result = evaluate(dataset, level=level, metrics=[signature], statistics=statistics,
-                      exclude_groups=exclude_groups)
-    return {"run_id": result["run_id"], "level": level, "rows": len(result["rows"]),
+                      exclude_groups=exclude_groups, protocol=protocol)
+    return {"run_id": result["run_id"], "level": result["level"], "rows": len(result["rows"]),
             "correlations": [{k: row[k] for k in ("group", "statistic", "value")} for row in result["rows"]
                              if row.get("aspect") in (None, "", "all")][:200]}
+
+
+@task(name="analyse-errors", task_run_name="errors {dataset}", **RETRY_TRANSIENT)
+def analyse_errors_task(dataset: str, signature: str) -> dict[str, Any]:
+    from assay.jobs.error_analysis import analyse_errors
+
+    result = analyse_errors(dataset, signature)
+    return {"run_id": result["run_id"], "level": "errors", "blind_spots": result["sensitivity"]["blind_spots"][:5]}
 
 
 @task(name="complete-work-item", **RETRY_TRANSIENT)
@@ -96,14 +107,20 @@ def evaluate_checkpoint_flow(item: dict[str, Any], shard_size: int = 2000) -> di
         # groups outside the checkpoint's languages were not scored (the score summary says which):
         # they are left out of its evaluation, as `assay evaluate --exclude-group` would
         excluded = sorted(set(entry.exclude_groups) | set(scored.get("excluded_groups") or {}))
-        evaluated = [evaluate_entry_task(work.version.label, level, scored["signature"],
-                                         list(entry.statistics_for(level)), excluded)
-                     for level in entry.levels if entry.statistics_for(level)]
+        if entry.protocol is not None:  # one evaluation under the protocol covers all its levels
+            evaluated = [evaluate_entry_task(work.version.label, entry.protocol, scored["signature"],
+                                             list(entry.statistics), excluded, protocol=entry.protocol)]
+        else:
+            evaluated = [evaluate_entry_task(work.version.label, level, scored["signature"],
+                                             list(entry.statistics_for(level)), excluded)
+                         for level in entry.levels if entry.statistics_for(level)]
+        analysed = analyse_errors_task(work.version.label, scored["signature"]) if entry.errors else None
     except AssayError as exc:  # bad input: failed for good (a crash never gets here)
         fail_task(claim, f"{type(exc).__name__}: {exc}")
         raise
     summary = {"signature": scored["signature"], "computed": scored.get("computed", 0), "excluded_groups": excluded,
-               "cached": scored.get("cached", 0), "evaluations": evaluated}
+               "cached": scored.get("cached", 0), "evaluations": evaluated,
+               **({"errors": analysed} if analysed is not None else {})}
     complete_task(claim, scored.get("run_id"), [e["run_id"] for e in evaluated], summary)
     return {"status": "completed", **_key(work), "signature": scored["signature"],
             "computed": summary["computed"], "cached": summary["cached"]}

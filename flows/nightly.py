@@ -16,7 +16,8 @@ One sweep:
    here as a subflow. Each item claims its ledger row first: exactly once.
 4. **Retry.** Items whose run crashed are reconciled and dispatched again while attempts remain.
 5. **Compare and report.** Each newly evaluated checkpoint is compared with the team's current best
-   (:mod:`assay.nightly.regressions`: a paired significance test); regressions are recorded; the report is
+   (:mod:`assay.nightly.regressions`: a paired significance test; on MQM entries with `errors` also per
+   error category, :mod:`assay.nightly.blindness`); regressions are recorded; the report is
    written.
 
 A sweep with nothing new does steps 1-2 and stops: no flow runs, no report.
@@ -90,11 +91,13 @@ def plan_task(suite: str, checkpoint: str | None) -> list[dict[str, Any]]:
 
 @task(name="compare-with-team-best", **RETRY_TRANSIENT)
 def compare_task(checkpoint_digest: str, suite: str) -> list[dict[str, Any]]:
-    from assay.nightly import regressions
+    from assay.nightly import blindness, regressions
 
     settings = load_settings()
     resolved = get_suite(settings, suite)
     findings = regressions.compare_with_best(settings, checkpoint_digest=checkpoint_digest,
+                                             suite_signature=resolved.signature, entries=resolved.entries)
+    findings += blindness.blindness_findings(settings, checkpoint_digest=checkpoint_digest,
                                              suite_signature=resolved.signature, entries=resolved.entries)
     regressions.record(settings, findings, suite_signature=resolved.signature, run_id=None)
     return [f.as_dict() for f in findings if f.regression]

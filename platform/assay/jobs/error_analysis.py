@@ -109,15 +109,15 @@ def analyse_errors(dataset: str, metric: str, *, parent: str | None = None, leve
     facts, outputs, keys = rated_outputs(settings, dataset, include_human=include_human)
     key_set = set(keys)
     scored = one_signature(settings, metric, key_set)
-    with_metric = outputs.with_metric(_metric_vector(settings, scored, keys))
+    with_metric = outputs.with_metric(metric_vector(settings, scored, keys))
     report = error_sensitivity(with_metric, level=level, n_resamples=n_resamples, seed=seed)  # type: ignore[arg-type]
     worst = worst_disagreements(with_metric, min_human_gap=min_human_gap, top=top)
     comparison = None
     parent_scored = None
     if parent is not None:
         parent_scored = one_signature(settings, parent, key_set)
-        comparison = compare_sensitivity(with_metric, outputs.with_metric(_metric_vector(settings, parent_scored,
-                                                                                         keys)),
+        comparison = compare_sensitivity(with_metric, outputs.with_metric(metric_vector(settings, parent_scored,
+                                                                                        keys)),
                                          level=level, n_resamples=n_resamples, seed=seed)  # type: ignore[arg-type]
     run_id = new_run_id()
     head = {"run_id": run_id, "dataset": facts["name"], "version_number": facts["number"],
@@ -145,7 +145,22 @@ def analyse_errors(dataset: str, metric: str, *, parent: str | None = None, leve
             "comparison": comparison.as_dict() if comparison else None, "seconds": seconds}
 
 
-def _metric_vector(settings: Settings, scored: ScoredMetric, keys: Sequence[str]) -> np.ndarray:
+def compare_on_errors(dataset: str, child: str, parent: str, *, level: str = "category", n_resamples: int = 1000,
+                      seed: int = DEFAULT_SEED, settings: Settings | None = None
+                      ) -> tuple[dict[str, Any], SensitivityComparison]:
+    """(version facts, child - parent sensitivity per error cell, paired over item resamples) for two
+    scored signatures (or metric names) on a dataset version's rated outputs; nothing is stored."""
+    settings = settings or load_settings()
+    if level not in LEVELS:
+        raise UsageError(f"unknown level {level!r} (expected {' or '.join(LEVELS)})")
+    facts, outputs, keys = rated_outputs(settings, dataset)
+    vectors = [metric_vector(settings, one_signature(settings, wanted, set(keys)), keys) for wanted in (child, parent)]
+    comparison = compare_sensitivity(outputs.with_metric(vectors[0]), outputs.with_metric(vectors[1]),
+                                     level=level, n_resamples=n_resamples, seed=seed)  # type: ignore[arg-type]
+    return facts, comparison
+
+
+def metric_vector(settings: Settings, scored: ScoredMetric, keys: Sequence[str]) -> np.ndarray:
     from assay.jobs.evaluation import score_lookup
 
     found = score_lookup(settings, scored, set(keys))

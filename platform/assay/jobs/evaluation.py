@@ -288,15 +288,22 @@ class PairedComparison:
 
 def compare_signatures(dataset: str, *, level: str, signatures: Sequence[str], statistics: Sequence[str],
                        seed: int = DEFAULT_SEED, n_resamples: int = DEFAULT_RESAMPLES, protocol: str | None = None,
-                       exclude_groups: Sequence[str] = (), settings: Settings | None = None) -> PairedComparison:
+                       exclude_groups: Sequence[str] = (), n_permutations: int = DEFAULT_PERMUTATIONS,
+                       settings: Settings | None = None) -> PairedComparison:
     """What :func:`evaluate` would store for ``signatures`` evaluated together (the same cells,
     resamples and paired tests, so the same numbers), computed from their stored segment scores
     without writing to the results store or recording a run: a comparison of already evaluated
-    metrics (the nightly regression test) is not another evaluation."""
+    metrics (the nightly regression test) is not another evaluation. Under ``protocol="wmt24"``
+    every level of the protocol is computed, whatever ``level`` and ``statistics`` say, as
+    :func:`evaluate` does."""
     settings = settings or load_settings()
-    chosen = _check_request(level, statistics)
+    if protocol == PROTOCOL_WMT24:
+        level, chosen = "wmt24", list(WMT24_STATISTICS)
+    else:
+        chosen = _check_request(level, statistics)
     computed = _compute(settings, dataset, signatures,
-                        _Request(level, chosen, seed, n_resamples, protocol, tuple(exclude_groups)))
+                        _Request(level, chosen, seed, n_resamples, protocol, tuple(exclude_groups),
+                                 n_permutations=n_permutations))
     return PairedComparison({(c.group, c.aspect, c.statistic, c.scored.signature): c.value for c in computed.cells},
                             computed.p_values)
 

@@ -25,6 +25,7 @@ from assay.errors import UsageError
 from assay.mqm.error_cells import ErrorCell, Level
 from assay.mqm.rated_outputs import RatedOutputs
 from assay.mqm.sensitivity import DEFAULT_STREAM, BootstrapPlan, Estimate, estimate, resampled_within_item_fit
+from assay.stats.bootstrap import paired_bootstrap_p_value
 
 Verdict = Literal["improved", "worse", "unchanged"]
 
@@ -44,6 +45,9 @@ class CellComparison:
     parent_drop_std: Estimate
     difference: Estimate  # child - parent, paired
     human_drop_std: Estimate
+    p_value: float = 1.0
+    """One-sided paired bootstrap p-value (Koehn 2004) that the metric with the larger point drop is
+    not the more sensitive: the share of replicates in which its drop is not larger."""
 
     @property
     def name(self) -> str:
@@ -65,7 +69,7 @@ class CellComparison:
         return {**self.cell.as_dict(), "outputs": self.outputs, "items_varying": self.items_varying,
                 "child_drop_std": self.child_drop_std.as_dict(), "parent_drop_std": self.parent_drop_std.as_dict(),
                 "difference": self.difference.as_dict(), "human_drop_std": self.human_drop_std.as_dict(),
-                "human_penalises": self.human_penalises, "verdict": self.verdict}
+                "human_penalises": self.human_penalises, "verdict": self.verdict, "p_value": self.p_value}
 
 
 @dataclass(frozen=True)
@@ -113,7 +117,9 @@ def compare_sensitivity(child: RatedOutputs, parent: RatedOutputs, *, level: Lev
                        child_drop_std=estimate(kid[c], kid_r[:, c], confidence),
                        parent_drop_std=estimate(old[c], old_r[:, c], confidence),
                        difference=estimate(kid[c] - old[c], kid_r[:, c] - old_r[:, c], confidence),
-                       human_drop_std=estimate(human[c], human_r[:, c], confidence))
+                       human_drop_std=estimate(human[c], human_r[:, c], confidence),
+                       p_value=(paired_bootstrap_p_value(kid_r[:, c], old_r[:, c]) if kid[c] >= old[c]
+                                else paired_bootstrap_p_value(old_r[:, c], kid_r[:, c])))
         for c, cell in enumerate(fit.features.cells))
     return SensitivityComparison(level, min_outputs, plan, child.size, len(child.item_ids), cells)
 

@@ -71,6 +71,7 @@ __all__ = [
     "Finding",
     "SuiteCell",
     "compare_with_best",
+    "headline_values",
     "list_regressions",
     "record",
     "suite_cells",
@@ -81,7 +82,8 @@ MEAN_GROUP = "all"
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 _SUITE_SIGNATURE = re.compile(r"[0-9A-Za-z._:-]{1,64}")
 _RUN_ID = re.compile(r"[0-9a-f-]{1,64}")
-_STATISTICS = {"seg": SEG_STATS, "sys": SYS_STATS}
+_STATISTICS = {"seg": (*SEG_STATS, "acc_t_item"), "sys": (*SYS_STATS, "spa"), "avg": ("wmt24",)}
+"""Per level, the statistics a suite cell may name (the WMT24 protocol's included)."""
 
 CellKey = tuple[str, str, str]
 """(group, aspect, statistic)."""
@@ -167,7 +169,7 @@ def _check_cells(cells: Sequence[SuiteCell]) -> None:
     for cell in cells:
         allowed = _STATISTICS.get(cell.level)
         if allowed is None:
-            raise UsageError(f"suite entry {cell.dataset}: unknown level {cell.level!r} (expected seg or sys)")
+            raise UsageError(f"suite entry {cell.dataset}: unknown level {cell.level!r} (expected seg, sys or avg)")
         if cell.statistic not in allowed:
             raise UsageError(f"suite entry {cell.dataset}: statistic {cell.statistic!r} is not available at level "
                              f"{cell.level} (choose from {', '.join(allowed)})")
@@ -232,6 +234,24 @@ def _compared_keys(own: dict[CellKey, dict[str, Any]], statistics: set[str], per
         return sorted(keys)
     with_mean = {(a, s) for g, a, s in keys if g == MEAN_GROUP}
     return sorted(k for k in keys if k[0] == MEAN_GROUP or (k[1], k[2]) not in with_mean)
+
+
+def headline_values(settings: Settings, entry: SuiteEntry, evaluated: Sequence[tuple[str, str]]
+                    ) -> dict[str, tuple[float, str]]:
+    """Per checkpoint digest of ``evaluated`` ((digest, evaluation run) pairs, in ledger order), its
+    headline number on ``entry`` and its signature: the entry's first statistic at its first level
+    (with a protocol, at ``avg``, e.g. the WMT24 mean of SPA and acc-t), on the mean over groups
+    (``all``; else the first group), first aspect. Checkpoints without that number are left out."""
+    level = "avg" if "avg" in entry.levels else entry.levels[0]
+    statistic = entry.statistics_for(level)[0]
+    found: dict[str, tuple[float, str]] = {}
+    for digest, run_id in evaluated:
+        rows = _of_checkpoint(_correlation_rows(settings, entry.version.name, run_id, level), digest)
+        keys = sorted((k for k, r in rows.items() if k[2] == statistic and r["value"] is not None),
+                      key=lambda k: (k[0] != MEAN_GROUP, k[0], k[1]))
+        if keys:
+            found[digest] = (float(rows[keys[0]]["value"]), str(rows[keys[0]]["signature"]))
+    return found
 
 
 # --- the comparison -------------------------------------------------------------------------------
@@ -318,10 +338,12 @@ def _paired_comparison(settings: Settings, version: _Version, level: str, own: _
         parameters = dict(run.parameters or {}) if run is not None else {}
     own_signature = next(iter(own_rows.values()))["signature"]
     signatures = [own_signature, *sorted({row["signature"] for _, row in best.values()})]
+    permutations = {"n_permutations": int(parameters["n_permutations"])} if parameters.get("n_permutations") else {}
     compared = compare_signatures(version.label, level=level, signatures=signatures,
                                   statistics=sorted({k[2] for k in best}), seed=seed, n_resamples=n_resamples,
                                   protocol=parameters.get("protocol"),
-                                  exclude_groups=list(parameters.get("exclude_groups") or []), settings=settings)
+                                  exclude_groups=list(parameters.get("exclude_groups") or []), settings=settings,
+                                  **permutations)
     rows = [{"group": g, "aspect": a, "statistic": st, "signature": sig, "value": value}
             for (g, a, st, sig), value in compared.values.items()]
     return _Stored(rows, compared.p_values)

@@ -7,6 +7,14 @@ some groups (language pairs, tasks). A statistic of an entry is computed at ever
 entry that accepts it (``acc_t`` only at ``seg``, ``pairwise_accuracy`` only at ``sys``); each level
 must get at least one.
 
+MQM entries. ``"protocol": "wmt24"`` evaluates the entry with the WMT24 protocol instead
+(:mod:`assay.jobs.protocol_wmt24`): its levels are fixed (``sys`` SPA, ``seg`` item-grouped acc-t,
+``avg`` their mean), and ``statistics`` may name a subset of them to compare against the team's
+best. ``"errors": true`` (a version with an MQM ``errors`` table) also runs the error analysis
+(``assay errors``) for every checkpoint and flags a checkpoint that is significantly blinder than
+the team's best on an error category the raters penalise (:mod:`assay.nightly.regressions`). Both
+keys appear in the canonical definition only when set, so older suites keep their signatures.
+
 The definition is stored as canonical JSON (keys sorted, no spaces; entries sorted by dataset name
 and version number; levels and statistics in :mod:`assay.jobs.evaluation`'s order), for example::
 
@@ -45,6 +53,8 @@ from assay.config import Settings
 from assay.datasets.names import DatasetRef, VersionRef
 from assay.errors import CatalogError, NotFoundError, UsageError
 from assay.jobs.evaluation import DEFAULT_STATS, SEG_STATS, SYS_STATS
+from assay.jobs.protocol_wmt24 import LEVELS as WMT24_LEVELS
+from assay.jobs.protocol_wmt24 import PROTOCOL as WMT24
 
 __all__ = [
     "DEFAULT_SUITE",
@@ -64,6 +74,10 @@ DEFAULT_SUITE = "nightly"
 """The suite the nightly flow evaluates when none is named."""
 LEVELS = ("seg", "sys")
 STATISTICS_BY_LEVEL: dict[str, tuple[str, ...]] = {"seg": SEG_STATS, "sys": SYS_STATS}
+PROTOCOLS = (WMT24,)
+#: the WMT24 protocol's levels, in suite order, and the statistic each one reports
+WMT24_STATISTICS_BY_LEVEL: dict[str, tuple[str, ...]] = {
+    level: tuple(s for s, lv in WMT24_LEVELS.items() if lv == level) for level in ("seg", "sys", "avg")}
 _STAT_ORDER = SEG_STATS + tuple(s for s in SYS_STATS if s not in SEG_STATS)
 FORMAT = "assay-suite"
 FORMAT_VERSION = 1
@@ -72,7 +86,7 @@ DEFINE_ATTEMPTS = 100
 """Each round of a race on the next version number has a winner: N concurrent definers need N rounds."""
 _NAME = re.compile(r"[a-z][a-z0-9_-]{0,63}")
 _GROUP = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,127}")
-_ENTRY_KEYS = frozenset({"dataset", "levels", "statistics", "groups"})
+_ENTRY_KEYS = frozenset({"dataset", "levels", "statistics", "groups", "protocol", "errors"})
 
 
 class SuiteNotFound(NotFoundError, UsageError):
@@ -107,17 +121,28 @@ class SuiteEntry:
     exclude_groups: tuple[str, ...] = ()
     """The version's other groups (what :func:`assay.jobs.evaluation.evaluate` takes as
     ``exclude_groups``); derived from ``groups``, not part of the definition."""
+    protocol: str | None = None
+    """``wmt24``: evaluated with the WMT24 protocol (levels seg, sys and avg); None: per level."""
+    errors: bool = False
+    """Run the error analysis too, and flag blindness against the team's best (MQM versions)."""
 
     def statistics_for(self, level: str) -> tuple[str, ...]:
         """The entry's statistics that ``level`` accepts, in canonical order."""
-        allowed = STATISTICS_BY_LEVEL.get(level, ())
+        by_level = WMT24_STATISTICS_BY_LEVEL if self.protocol == WMT24 else STATISTICS_BY_LEVEL
+        allowed = by_level.get(level, ())
         return tuple(s for s in self.statistics if s in allowed) if level in self.levels else ()
 
     def definition(self) -> dict[str, Any]:
-        """The entry as it appears in the canonical definition (what the signature covers)."""
-        return {"dataset": self.version.label, "digest": self.version.digest, "levels": list(self.levels),
-                "statistics": list(self.statistics),
-                "groups": list(self.groups) if self.groups is not None else None}
+        """The entry as it appears in the canonical definition (what the signature covers);
+        ``protocol`` and ``errors`` only when set."""
+        found: dict[str, Any] = {
+            "dataset": self.version.label, "digest": self.version.digest, "levels": list(self.levels),
+            "statistics": list(self.statistics), "groups": list(self.groups) if self.groups is not None else None}
+        if self.protocol is not None:
+            found["protocol"] = self.protocol
+        if self.errors:
+            found["errors"] = True
+        return found
 
     def as_dict(self) -> dict[str, Any]:
         return {**self.definition(), "dataset_version_id": self.version_id,
@@ -190,7 +215,46 @@ def _resolve_entry(session: Session, raw: Any, index: int) -> SuiteEntry:
     version = resolve(session, ref)
     label = version.label
     where = f"suite entry {index} ({label})"
+    errors = raw.get("errors", False)
+    if not isinstance(errors, bool):
+        raise UsageError(f"{where}: 'errors' must be true or false, got {errors!r}")
+    if errors and not (version.row_counts or {}).get("errors"):
+        raise UsageError(f"{where}: 'errors' needs MQM error spans, and {label} has no errors table "
+                         "(ingest an MQM release, e.g. ../shared/data/mqm-wmt23-ende)")
+    protocol = raw.get("protocol")
+    if protocol is not None:
+        levels, statistics = _protocol_levels(raw, protocol, version, where)
+    else:
+        levels, statistics = _levels_and_statistics(raw, version, where)
+    groups, exclude = _groups(session, raw, version, where)
+    return SuiteEntry(version=version.ref, version_id=version.id, levels=tuple(levels), statistics=tuple(statistics),
+                      groups=groups, exclude_groups=exclude, protocol=protocol, errors=errors)
 
+
+def _protocol_levels(raw: Mapping[str, Any], protocol: Any, version: DatasetVersion, where: str
+                     ) -> tuple[list[str], list[str]]:
+    """The levels and statistics of a protocol entry: the protocol's, or the named subset of its statistics."""
+    if protocol not in PROTOCOLS:
+        raise UsageError(f"{where}: unknown protocol {protocol!r} (expected {', '.join(PROTOCOLS)}, or leave "
+                         "'protocol' out for per-level statistics)")
+    if raw.get("levels") is not None:
+        raise UsageError(f"{where}: the {protocol} protocol fixes its levels (seg, sys and avg); leave 'levels' "
+                         "out and name its statistics instead")
+    offered = [s for lv in WMT24_STATISTICS_BY_LEVEL.values() for s in lv]
+    wanted = offered if raw.get("statistics") is None else _as_strings(raw["statistics"], "statistics", where)
+    unknown = [s for s in wanted if s not in offered]
+    if not wanted or unknown:
+        raise UsageError(f"{where}: statistic(s) {unknown or wanted} are not the {protocol} protocol's "
+                         f"(choose from {', '.join(offered)})")
+    if not (version.row_counts or {}).get("segments"):
+        raise UsageError(f"{where}: the {protocol} protocol needs segment-level judgments, and {version.label} "
+                         "has none")
+    levels = [lv for lv, stats in WMT24_STATISTICS_BY_LEVEL.items() if set(stats) & set(wanted)]
+    return levels, [s for s in offered if s in wanted]
+
+
+def _levels_and_statistics(raw: Mapping[str, Any], version: DatasetVersion, where: str
+                           ) -> tuple[list[str], list[str]]:
     levels = _as_strings(raw.get("levels"), "levels", where)
     bad = [lv for lv in levels if lv not in LEVELS]
     if not levels or bad:
@@ -214,7 +278,13 @@ def _resolve_entry(session: Session, raw: Any, index: int) -> SuiteEntry:
             raise UsageError(f"{where}: none of the statistics {statistics} is available at level {lv} "
                              f"(choose from {', '.join(STATISTICS_BY_LEVEL[lv])})")
     _check_data(version, levels, statistics, where)
+    return levels, statistics
 
+
+def _groups(session: Session, raw: Mapping[str, Any], version: DatasetVersion, where: str
+            ) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+    """(the groups an entry keeps, or None for all; the version's other groups)."""
+    label = version.label
     groups: list[str] | None = None
     exclude: tuple[str, ...] = ()
     if raw.get("groups") is not None:
@@ -227,8 +297,7 @@ def _resolve_entry(session: Session, raw: Any, index: int) -> SuiteEntry:
         if missing:
             raise UsageError(f"{where}: no group(s) {missing} in {label} (its groups: {', '.join(known)})")
         exclude = tuple(g for g in known if g not in groups)
-    return SuiteEntry(version=version.ref, version_id=version.id, levels=tuple(levels), statistics=tuple(statistics),
-                      groups=tuple(groups) if groups is not None else None, exclude_groups=exclude)
+    return (tuple(groups) if groups is not None else None), exclude
 
 
 def _check_data(version: DatasetVersion, levels: list[str], statistics: list[str], where: str) -> None:
@@ -319,7 +388,7 @@ def _stored_entry(session: Session, row: SuiteRow, raw: Mapping[str, Any]) -> Su
     exclude = tuple(g for g in _version_groups(session, version.id) if g not in groups) if groups else ()
     return SuiteEntry(version=VersionRef.parse(str(raw["dataset"]), version.digest), version_id=version.id,
                       levels=tuple(raw["levels"]), statistics=tuple(raw["statistics"]), groups=groups,
-                      exclude_groups=exclude)
+                      exclude_groups=exclude, protocol=raw.get("protocol"), errors=bool(raw.get("errors", False)))
 
 
 def _parse_ref(ref: str) -> tuple[str, int | None]:
@@ -356,7 +425,8 @@ def list_suites(settings: Settings) -> list[dict[str, Any]]:
         return [{"name": r.name, "version": r.version, "ref": f"{r.name}@{r.version}", "signature": r.signature,
                  "latest": latest[r.name] == r.version,
                  "datasets": [e["dataset"] for e in r.definition.get("entries", [])],
-                 "entries": [{k: e.get(k) for k in ("dataset", "levels", "statistics", "groups")}
+                 "entries": [{k: e.get(k) for k in ("dataset", "levels", "statistics", "groups", "protocol",
+                                                     "errors") if k in e or k not in ("protocol", "errors")}
                              for e in r.definition.get("entries", [])],
                  "created_at": r.created_at.isoformat() if r.created_at else None} for r in rows]
 
@@ -364,13 +434,17 @@ def list_suites(settings: Settings) -> list[dict[str, Any]]:
 def default_entries(settings: Settings) -> list[dict[str, Any]]:
     """A sensible default suite: the latest version of every ingested (not derived, not synthetic)
     dataset, at each level it has judgments for, with Pearson and Kendall (BLEURT §5, BERTScore §4
-    report these). Pass the result to :func:`define_suite`."""
-    entries = []
+    report these); an MQM release with error spans gets the WMT24 protocol and the error analysis
+    instead, as the WMT24 metrics task ranks metrics. Pass the result to :func:`define_suite`."""
+    entries: list[dict[str, Any]] = []
     with session_scope(settings) as session:
         for version in list_versions(session):
             if version.format in ("derived", "synthetic"):
                 continue
             counts = version.row_counts or {}
+            if counts.get("errors") and counts.get("segments"):
+                entries.append({"dataset": version.label, "protocol": WMT24, "errors": True})
+                continue
             levels = (["seg"] if counts.get("segments") else []) + (
                 ["sys"] if counts.get("systems") and counts.get("outputs") else [])
             if levels:
