@@ -156,11 +156,11 @@ def main() -> int:
         start = time.perf_counter()
         analysis = analyse_errors(TED, "chrf", n_resamples=1000)
         errors_s = time.perf_counter() - start
-        from assay.jobs.error_analysis import _metric_vector, one_signature
+        from assay.jobs.error_analysis import metric_vector, one_signature
 
         settings = load_settings()
         _, outputs, keys = rated_outputs(settings, TED)
-        with_metric = outputs.with_metric(_metric_vector(settings, one_signature(settings, "chrf", set(keys)), keys))
+        with_metric = outputs.with_metric(metric_vector(settings, one_signature(settings, "chrf", set(keys)), keys))
         result["errors"] = {
             "dataset": TED, "metric": "chrf", "n_resamples": 1000, "seconds": round(errors_s, 3), "target_s": 5,
             "blind_spots": analysis["sensitivity"]["blind_spots"],

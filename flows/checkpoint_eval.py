@@ -9,7 +9,8 @@ it scores the dataset with the checkpoint (the ``score`` flow: its parts are res
 after a crash computes only what the killed run had not written), evaluates the suite's levels and
 statistics for that checkpoint's signature (an entry with ``protocol`` is one evaluation under that
 protocol, e.g. WMT24's SPA, acc-t and their mean), runs the error analysis where the entry asks for
-it (``errors``: what the checkpoint misses on MQM data, ``assay errors``), and completes the ledger
+it (``errors``: what the checkpoint misses on MQM data, ``assay errors``, diffed against its
+registered parent checkpoint when the parent was scored on the same data), and completes the ledger
 row.
 
 A crash (the process killed, the host lost) leaves the row ``running``; the nightly sweep's
@@ -69,10 +70,12 @@ def evaluate_entry_task(dataset: str, level: str, signature: str, statistics: li
 
 @task(name="analyse-errors", task_run_name="errors {dataset}", **RETRY_TRANSIENT)
 def analyse_errors_task(dataset: str, signature: str) -> dict[str, Any]:
-    from assay.jobs.error_analysis import analyse_errors
+    from assay.jobs.error_analysis import analyse_errors, registered_parent
 
-    result = analyse_errors(dataset, signature)
-    return {"run_id": result["run_id"], "level": "errors", "blind_spots": result["sensitivity"]["blind_spots"][:5]}
+    parent = registered_parent(load_settings(), dataset, signature)  # diffed against it when it was scored here
+    result = analyse_errors(dataset, signature, parent=parent)
+    return {"run_id": result["run_id"], "level": "errors", "parent_signature": parent,
+            "blind_spots": result["sensitivity"]["blind_spots"][:5]}
 
 
 @task(name="complete-work-item", **RETRY_TRANSIENT)

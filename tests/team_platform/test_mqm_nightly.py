@@ -79,6 +79,15 @@ def test_the_default_suite_of_an_mqm_release_is_wmt24_with_the_error_analysis(st
     assert [r["status"] for r in state["results"]] == ["completed", "completed"]
     stored = error_analysis.SENSITIVITY.read(load_settings(), state["dataset"]).to_pylist()
     assert len({r["signature"] for r in stored}) == 2
+    # flipped's registered parent is fit (its lineage), scored first: its analysis is diffed against fit
+    fit_rows = [r for r in stored if r["parent_signature"] is None]
+    flipped_rows = [r for r in stored if r["parent_signature"] is not None]
+    assert len(fit_rows) == len(flipped_rows) > 0
+    assert {r["parent_signature"] for r in flipped_rows} == {fit_rows[0]["signature"]}
+    for row in flipped_rows:  # minus fit's drop: worse wherever fit noticed the error significantly
+        assert row["change_std"] == pytest.approx(-2 * next(
+            r["metric_drop_std"] for r in fit_rows if r["cell"] == row["cell"]))
+    assert "worse" in {r["verdict"] for r in flipped_rows}
 
 
 def test_a_blinder_checkpoint_is_a_regression_per_error_category(state: dict[str, Any]) -> None:

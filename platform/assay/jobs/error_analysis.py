@@ -145,6 +145,35 @@ def analyse_errors(dataset: str, metric: str, *, parent: str | None = None, leve
             "comparison": comparison.as_dict() if comparison else None, "seconds": seconds}
 
 
+def registered_parent(settings: Settings, dataset: str, signature: str) -> str | None:
+    """The scored signature of the registered parent checkpoint of ``signature``'s checkpoint that
+    covers ``dataset``'s rated outputs, or None (not a checkpoint, no registered parent, or the
+    parent not scored there). The nightly diffs each checkpoint's error analysis against it."""
+    from sqlalchemy import select
+
+    from assay.catalog.models import Checkpoint
+    from assay.checkpoints.labels import signature_checkpoint
+    from assay.jobs.evaluation import score_lookup
+    from assay.metrics.signature import short_digest
+
+    short = signature_checkpoint(signature)
+    if short is None:
+        return None
+    with session_scope(settings) as session:
+        child = session.scalars(select(Checkpoint).where(Checkpoint.digest.startswith(short))).first()
+        parent = session.get(Checkpoint, child.parent_id) if child is not None and child.parent_id else None
+        parent_short = short_digest(parent.digest) if parent is not None else None
+    if parent_short is None:
+        return None
+    _, _, keys = rated_outputs(settings, dataset)
+    wanted = set(keys)
+    for scored in scored_signatures(settings):
+        if signature_checkpoint(scored.signature) == parent_short and wanted <= score_lookup(
+                settings, scored, wanted).keys():
+            return scored.signature
+    return None
+
+
 def compare_on_errors(dataset: str, child: str, parent: str, *, level: str = "category", n_resamples: int = 1000,
                       seed: int = DEFAULT_SEED, settings: Settings | None = None
                       ) -> tuple[dict[str, Any], SensitivityComparison]:
