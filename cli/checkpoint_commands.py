@@ -87,14 +87,6 @@ def _num(value: Any) -> str:
     return f"{value:.4f}" if isinstance(value, int | float) else "   -  "
 
 
-def _announce_registrations() -> None:
-    """A new checkpoint is announced to the team's Prefect server (``assay.checkpoint.registered``),
-    whose deployment trigger evaluates it; without a configured server nothing is sent."""
-    from assay.flows import events
-
-    events.install()
-
-
 @checkpoints.command("register")
 @click.argument("path", type=click.Path(path_type=Path, exists=True, file_okay=False))
 @click.option("--name", help="Name to register it under (default: from the folder name).")
@@ -103,15 +95,27 @@ def register_command(path: Path, name: str | None, as_json: bool) -> None:
     """Verify a checkpoint folder and register it by content digest (the same content again is a no-op)."""
     from assay.workers.checkpoint_registry import register_folder
 
-    _announce_registrations()
     result = register_folder(load_settings(), path, name=name)
+    warning = _deliver_announcements()
     if as_json:
-        emit_json(result.as_dict())
+        emit_json({**result.as_dict(), "announcement_warning": warning})
         return
     state = "registered" if result.created else "already registered"
     click.echo(f"{result.name}  {result.digest[:12]}: {state} ({result.path})")
     for note in result.notes:
         click.echo(f"  note: {note}")
+
+
+def _deliver_announcements() -> str | None:
+    """Announce this and every earlier owed checkpoint to the team's Prefect server
+    (``assay.checkpoint.registered``, :mod:`assay.checkpoints.outbox`); a failure is one warning
+    line on stderr (returned too): the checkpoint stays owed and the next sweep evaluates it."""
+    from assay.flows.events import deliver_owed
+
+    warning = deliver_owed().warning()
+    if warning is not None:
+        click.echo(f"warning: {warning}", err=True)
+    return warning
 
 
 @checkpoints.command("export")
@@ -173,8 +177,8 @@ def scan_command(settle: float, as_json: bool) -> None:
     """Register the new checkpoint folders in the watched folders (verified; known content is a no-op)."""
     from assay.workers.checkpoint_watch import scan_watched
 
-    _announce_registrations()
     report = scan_watched(load_settings(), settle_seconds=settle)
+    _deliver_announcements()
     if as_json:
         emit_json(report.as_dict())
         return

@@ -9,6 +9,7 @@ ledger.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import click
 
@@ -106,25 +107,62 @@ def run_command(suite: str, checkpoint: str | None, settle_seconds: float, no_re
 
 
 @nightly.command("status")
-@click.option("--suite", help="Only this suite.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--suite", help="Only this suite (default: the nightly suite, when it exists).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: every state with its items, counts and ages.")
 def status_command(suite: str | None, as_json: bool) -> None:
-    """The ledger: what was evaluated, when, and what is running or crashed."""
-    from assay.nightly.ledger import history, running_items
+    """Every evaluation the nightly owes or did: owed, pending, running, crashed, failed, completed."""
+    from assay.errors import NotFoundError
+    from assay.nightly.status import STATES, nightly_status
+    from assay.nightly.suites import DEFAULT_SUITE, get_suite
 
     settings = load_settings()
-    done = history(settings, suite)
-    running = running_items(settings)
+    try:
+        chosen = get_suite(settings, suite or DEFAULT_SUITE)
+    except NotFoundError:
+        if suite is not None:
+            raise
+        chosen = None  # no nightly suite yet: the ledger and the owed announcements only
+    found = nightly_status(settings, chosen, suite_name=suite)
     if as_json:
-        emit_json({"completed": done, "running": running})
+        emit_json(found.as_dict())
         return
-    if not done and not running:
-        click.echo("nothing evaluated yet; `assay nightly run` runs a sweep")
-    for row in done:
-        click.echo(f"{row.get('finished_at')}  {row.get('checkpoint_name')}  {row.get('dataset')}  "
-                   f"suite {row.get('suite_name')}@{row.get('suite_version')}")
-    for row in running:
-        click.echo(f"running: ledger row {row['id']} (flow run {row.get('flow_run_id')})")
+    counts, oldest = found.counts(), found.oldest_age_s()
+    title = f"suite {found.suite}" if found.suite else "no suite named nightly (define one: `assay suite define`)"
+    click.echo(f"{title}: " + ", ".join(f"{counts[s]} {s}" for s in STATES))
+    for state in STATES[:-1]:
+        for item in found.items[state]:
+            extra = f"  attempts {item['attempts']}" if item.get("attempts") else ""
+            extra += f"  ({_one_line(item['error'])})" if item.get("error") else ""
+            click.echo(f"  {state:<9} {_age(item['age_s']):>9}  {_name(item)}  {item['dataset']}{extra}")
+    for item in found.owed_announcements:
+        click.echo(f"  owed      {_age(item['age_s']):>9}  {item['checkpoint_name']}  announcement not delivered"
+                   + (f" ({_one_line(item['error'])})" if item.get("error") else ""))
+    for item in found.items["completed"][-20:]:
+        click.echo(f"  completed {_age(item['age_s']):>9}  {_name(item)}  {item['dataset']}  suite {item['suite']}")
+    if counts["owed"] or counts["pending"] or found.owed_announcements:
+        click.echo("owed and pending items are evaluated by the next sweep: `assay nightly run` runs one now")
+    if oldest["crashed"] is not None:
+        click.echo("crashed items are retried by the next sweep while attempts remain")
+
+
+def _age(seconds: float) -> str:
+    """``42 s``, ``5 min``, ``3.2 h``, ``2.0 d`` ago."""
+    if seconds < 120:
+        return f"{seconds:.0f} s ago"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min ago"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f} h ago"
+    return f"{seconds / 86400:.1f} d ago"
+
+
+def _name(item: dict[str, Any]) -> str:
+    return str(item.get("checkpoint_name") or item["checkpoint_digest"][:12])
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= 120 else line[:117] + "..."
 
 
 def register(cli: click.Group) -> None:

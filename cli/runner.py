@@ -20,6 +20,8 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+import click
+
 from assay.config import Settings
 
 #: flow name -> (module under assay.flows, function)
@@ -80,10 +82,30 @@ def choose_prefect_api() -> Iterator[None]:
 
 
 def run_flow(flow_name: str, /, *args: Any, **kwargs: Any) -> Any:
-    """Run the flow ``flow_name`` (a key of :data:`FLOWS`) with the real Prefect engine; returns its result."""
+    """Run the flow ``flow_name`` (a key of :data:`FLOWS`) with the real Prefect engine; returns its result.
+
+    After a successful run on the team's server, owed checkpoint announcements are delivered
+    (:func:`assay.flows.events.deliver_owed`); a failure there is one warning line, never an error."""
     with choose_prefect_api():
         module, function = FLOWS[flow_name]
-        return getattr(importlib.import_module(f"assay.flows.{module}"), function)(*args, **kwargs)
+        result = getattr(importlib.import_module(f"assay.flows.{module}"), function)(*args, **kwargs)
+        if not _background:  # a configured (team) server: the background server has no trigger to wake
+            deliver_owed_announcements()
+        return result
+
+
+def deliver_owed_announcements() -> None:
+    """Deliver what the outbox owes when a team server is configured; warn in one line if it fails."""
+    from assay.config import load_settings
+    from assay.flows.engine import configured_api_url
+
+    if configured_api_url(load_settings()) is None:
+        return
+    from assay.flows.events import deliver_owed
+
+    warning = deliver_owed().warning()
+    if warning is not None:
+        click.echo(f"warning: {warning}", err=True)
 
 
 def run_ingest_flow(paths: list[str], **kwargs: Any) -> list[dict[str, Any]]:

@@ -56,6 +56,14 @@ def claim_task(item: dict[str, Any], flow_run_id: str | None) -> dict[str, Any] 
     return None if claim is None else claim.as_dict()
 
 
+def summary_correlations(rows: list[dict[str, Any]], limit: int = 200) -> list[dict[str, Any]]:
+    """The correlations a ledger summary keeps: the mean over groups (``all``) of every level,
+    aspect and statistic, or every group where an evaluation has no mean (one language pair)."""
+    means = {(r["level"], r["aspect"], r["statistic"]) for r in rows if r["group"] == "all"}
+    kept = [r for r in rows if r["group"] == "all" or (r["level"], r["aspect"], r["statistic"]) not in means]
+    return [{k: r[k] for k in ("level", "group", "aspect", "statistic", "value")} for r in kept][:limit]
+
+
 @task(name="evaluate-suite-entry", task_run_name="evaluate {dataset} {level}", **RETRY_TRANSIENT)
 def evaluate_entry_task(dataset: str, level: str, signature: str, statistics: list[str],
                         exclude_groups: list[str], protocol: str | None = None) -> dict[str, Any]:
@@ -64,8 +72,7 @@ def evaluate_entry_task(dataset: str, level: str, signature: str, statistics: li
     result = evaluate(dataset, level=level, metrics=[signature], statistics=statistics,
                       exclude_groups=exclude_groups, protocol=protocol)
     return {"run_id": result["run_id"], "level": result["level"], "rows": len(result["rows"]),
-            "correlations": [{k: row[k] for k in ("group", "statistic", "value")} for row in result["rows"]
-                             if row.get("aspect") in (None, "", "all")][:200]}
+            "correlations": summary_correlations(result["rows"])}
 
 
 @task(name="analyse-errors", task_run_name="errors {dataset}", **RETRY_TRANSIENT)

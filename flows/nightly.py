@@ -78,6 +78,24 @@ def scan_task(settle_seconds: float) -> dict[str, Any]:
     return {"registered": report.registered, "skipped": [list(s) for s in report.skipped]}
 
 
+@task(name="deliver-announcements", **RETRY_TRANSIENT)
+def announce_task() -> dict[str, Any]:
+    """Deliver the owed ``assay.checkpoint.registered`` events (:mod:`assay.flows.events`); without
+    a team server to announce to, the sweep settles them itself: it evaluates those checkpoints now."""
+    from assay.checkpoints import outbox
+    from assay.flows.events import deliver_owed
+
+    settings = load_settings()
+    delivery = deliver_owed()
+    settled = 0
+    if delivery.api_url is None:
+        settled = outbox.mark_delivered(settings, [o.digest for o in outbox.owed(settings)], by="sweep")
+    warning = delivery.warning()
+    if warning is not None:
+        get_run_logger().warning("%s", warning)
+    return {"delivered": delivery.delivered, "failed": delivery.failed, "settled_by_sweep": settled}
+
+
 @task(name="plan-sweep", **RETRY_TRANSIENT)
 def plan_task(suite: str, checkpoint: str | None) -> list[dict[str, Any]]:
     settings = load_settings()
@@ -164,6 +182,7 @@ def nightly_flow(suite: str = DEFAULT_SUITE, checkpoint: str | None = None, reas
     logger = get_run_logger()
     reconciled = reconcile_task()
     scanned = scan_task(settle_seconds) if scan and not checkpoint else {"registered": [], "skipped": []}
+    announced = announce_task()  # owed events; the checkpoints are planned below whatever their fate
     outcomes: list[dict[str, Any]] = []
     dispatched = 0
     for _ in range(max_rounds):
@@ -181,6 +200,6 @@ def nightly_flow(suite: str = DEFAULT_SUITE, checkpoint: str | None = None, reas
     written = report_task(report_dir) if report and evaluated else None
     logger.info("nightly (%s): %d item(s) dispatched, %d checkpoint(s) evaluated, %d regression(s)",
                 reason, dispatched, len(evaluated), len(regressions))
-    return {"reason": reason, "suite": suite, "reconciled": reconciled, "scanned": scanned,
+    return {"reason": reason, "suite": suite, "reconciled": reconciled, "scanned": scanned, "announced": announced,
             "dispatched": dispatched, "outcomes": outcomes, "evaluated": evaluated,
             "regressions": regressions, "report": written}

@@ -245,6 +245,26 @@ class SuiteEvaluation(Base):
     summary: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False, default=dict)
 
 
+class CheckpointOutbox(Base):
+    """An announcement owed for a registered checkpoint (migration 0005): written with the
+    checkpoint row, delivered when the ``assay.checkpoint.registered`` event reached the team's
+    Prefect server (``delivered_by = 'event'``) or a nightly sweep took the checkpoint up itself
+    (``'sweep'``). See :mod:`assay.checkpoints.outbox`."""
+
+    __tablename__ = "checkpoint_outbox"
+    __table_args__ = (UniqueConstraint("checkpoint_digest", name="uq_checkpoint_outbox_digest"),
+                      Index("ix_checkpoint_outbox_owed", "delivered_at"))
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    checkpoint_digest: Mapped[str] = mapped_column(String(64), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+    delivered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    delivered_by: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    last_attempt_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
 class Regression(Base):
     """A checkpoint significantly worse than the team's best on one suite cell (dataset version x
     level x group x statistic), found by the nightly comparison."""

@@ -31,6 +31,7 @@ from sqlalchemy.orm import Session
 from assay import slugs
 from assay.catalog.engine import session_scope
 from assay.catalog.models import Checkpoint
+from assay.checkpoints import outbox
 from assay.checkpoints.store import place, stored_folder
 from assay.config import Settings
 from assay.errors import NotFoundError, UsageError
@@ -111,8 +112,9 @@ def add_registration_listener(listener: Callable[[Registered], None]) -> None:
 def register(settings: Settings, facts: CheckpointFacts, *, name: str | None = None,
              run_id: str | None = None) -> Registered:
     """Record ``facts`` under ``name`` (default: from the folder name, with the digest appended
-    when another checkpoint already has it). The same digest again is a no-op. A new row is
-    announced to the registration listeners (:func:`add_registration_listener`)."""
+    when another checkpoint already has it). The same digest again is a no-op. A new row and its
+    owed announcement (:mod:`assay.checkpoints.outbox`) are written in one transaction; then the
+    registration listeners (:func:`add_registration_listener`) are called, which deliver it."""
     registered = _register(settings, facts, name=name, run_id=run_id)
     if registered.created:
         for listener in list(_registration_listeners):
@@ -149,6 +151,7 @@ def _register(settings: Settings, facts: CheckpointFacts, *, name: str | None, r
             parent_id=parent_id, run_id=run_id, lineage=facts.lineage, heads=facts.heads,
             code_version=code_version(), size_bytes=facts.size_bytes,
         ))
+        outbox.owe(session, facts.digest)  # the announcement is owed from the same transaction on
         try:
             session.flush()
         except IntegrityError:  # a concurrent registration of the same content won the race
