@@ -17,14 +17,17 @@ from assay.cli.output import emit_json
 from assay.config import load_settings
 
 
-def _api_or_refuse() -> str:
+def _api_or_refuse(problems: list[str]) -> str:
+    """The team server's URL; without one, refuse with ``problems`` (the settings' own) and that."""
+    from assay.cli.team_deployments import DeployRefused
     from assay.errors import UsageError
     from assay.flows.engine import configure_prefect_defaults, configured_api_url
 
     url = configured_api_url(load_settings())
     if url is None:
-        raise UsageError("assay deploy needs the team's Prefect server: set PREFECT_API_URL (see docs/TEAM.md); "
-                         "a single user needs no deployments (`assay nightly run` works without them)")
+        no_server = ("assay deploy needs the team's Prefect server: set PREFECT_API_URL (see docs/TEAM.md); "
+                     "a single user needs no deployments (`assay nightly run` works without them)")
+        raise DeployRefused([*problems, no_server]) if problems else UsageError(no_server)
     configure_prefect_defaults()
     return url
 
@@ -47,13 +50,17 @@ def _api_or_refuse() -> str:
 def deploy(timezone: str, nightly_cron: str, gpus: int, suite: str, debounce_seconds: int, zombie_after_seconds: int,
            settle_seconds: float, report_dir: str | None, dry_run: bool, as_json: bool) -> None:
     """Create the work pools cpu and gpu, the deployments and the automations on the team's
-    Prefect server; a second run changes nothing."""
+    Prefect server; a second run changes nothing.
+
+    Checks first, writes after: the cron, the time zone, the suite (in the catalog) and the pools
+    the server already has; any problem is reported (all of them, exit 2) and nothing is written.
+    """
     from assay.cli.team_deployments import TeamConfig, apply
 
     config = TeamConfig(timezone=timezone, nightly_cron=nightly_cron, gpus=gpus, suite=suite,
                         debounce_seconds=debounce_seconds, zombie_after_seconds=zombie_after_seconds,
-                        settle_seconds=settle_seconds, report_dir=report_dir).check()
-    url = _api_or_refuse()
+                        settle_seconds=settle_seconds, report_dir=report_dir)
+    url = _api_or_refuse(config.problems())
     changes = apply(config, dry_run=dry_run)
     if as_json:
         emit_json({"api_url": _without_credentials(url), "dry_run": dry_run, "changes": [c.as_dict() for c in changes]})

@@ -25,30 +25,57 @@ team setup, touching only what differs, so a second ``assay deploy`` changes not
     sweep, which reconciles the ledger and dispatches the item again (attempts are limited).
 
 The cron sweep catches anything a trigger missed (the server was down, an event was lost).
+
+Nothing is written until everything is checked (:func:`problems`): the settings themselves (a
+five-field cron, an IANA time zone, the numbers), the suite (it must exist in the catalog, or the
+first nightly run fails with ``SuiteNotFound`` hours later), and what the server already holds (a
+``cpu`` or ``gpu`` pool of a type other than ``process`` cannot be changed into one). Every problem
+found is reported at once (:class:`DeployRefused`). A dry run does the same reads and writes nothing,
+on an empty server too.
 """
 
 from __future__ import annotations
 
+import uuid
 import zoneinfo
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+import httpx
 from prefect.client.orchestration import SyncPrefectClient, get_client
 from prefect.client.schemas.actions import DeploymentScheduleCreate, DeploymentUpdate, WorkPoolCreate, WorkPoolUpdate
-from prefect.client.schemas.objects import StateType
+from prefect.client.schemas.objects import StateType, WorkPool
 from prefect.client.schemas.schedules import CronSchedule
 from prefect.events.actions import ChangeFlowRunState, RunDeployment
 from prefect.events.schemas.automations import AutomationCore, EventTrigger, Posture
 from prefect.exceptions import ObjectNotFound
 
-from assay.errors import UsageError
+from assay.config import Settings, load_settings
+from assay.errors import CatalogError, UsageError
 from assay.flows.events import CHECKPOINT_REGISTERED, RESOURCE_PREFIX
 
 HEARTBEAT_SECONDS = 30
 """``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` of the flow runs (Prefect's minimum is 30)."""
 AUTOMATION_PREFIX = "assay: "
+CRON_FIELDS = "minute hour day-of-month month day-of-week"
+NOT_CREATED_YET = uuid.UUID(int=0)
+"""The id a dry run gives a deployment it would create, so that the automations that run it can be
+planned (and compared with any the server holds, which necessarily differ)."""
+
+
+class DeployRefused(UsageError):
+    """``assay deploy`` found problems before writing anything; ``problems`` has one line each."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        if len(self.problems) == 1:
+            message = f"{self.problems[0]}; nothing was changed"
+        else:
+            message = (f"{len(self.problems)} problems, nothing was changed:\n"
+                       + "\n".join(f"  {p}" for p in self.problems))
+        super().__init__(message)
 
 
 @dataclass(frozen=True)
@@ -64,27 +91,51 @@ class TeamConfig:
     settle_seconds: float = 60.0
     report_dir: str | None = None
 
-    def check(self) -> TeamConfig:
-        try:
-            zoneinfo.ZoneInfo(self.timezone)
-        except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
-            raise UsageError(f"--timezone {self.timezone!r} is not an IANA time zone "
-                             "(e.g. Europe/Berlin, UTC)") from exc
-        try:
-            CronSchedule(cron=self.nightly_cron, timezone=self.timezone)
-        except ValueError as exc:
-            raise UsageError(f"--cron {self.nightly_cron!r} is not a cron expression (e.g. '0 2 * * *')") from exc
+    def problems(self) -> list[str]:
+        """What is wrong with the settings themselves (no catalog or server is read), one line each."""
+        found = []
+        if not _is_time_zone(self.timezone):
+            found.append(f"--timezone {self.timezone!r} is not an IANA time zone (e.g. Europe/Berlin, UTC)")
+        if not _is_cron(self.nightly_cron):
+            found.append(f"--cron {self.nightly_cron!r} is not a cron expression of five fields ({CRON_FIELDS}), "
+                         "e.g. '0 2 * * *'")
         if self.gpus < 1:
-            raise UsageError(f"--gpus must be at least 1, got {self.gpus}")
+            found.append(f"--gpus must be at least 1, got {self.gpus}")
         if self.debounce_seconds < 0:
-            raise UsageError("--debounce must not be negative")
+            found.append("--debounce must not be negative")
         if self.zombie_after_seconds < 2 * HEARTBEAT_SECONDS:
-            raise UsageError(f"--zombie-after must be at least {2 * HEARTBEAT_SECONDS} s (two heartbeats of "
-                             f"{HEARTBEAT_SECONDS} s), got {self.zombie_after_seconds}")
+            found.append(f"--zombie-after must be at least {2 * HEARTBEAT_SECONDS} s (two heartbeats of "
+                         f"{HEARTBEAT_SECONDS} s), got {self.zombie_after_seconds}")
         from assay.nightly.suites import validate_suite_name
 
-        validate_suite_name(self.suite)
-        return self
+        try:
+            validate_suite_name(self.suite)
+        except UsageError as exc:
+            found.append(str(exc))
+        return found
+
+
+def _is_time_zone(name: str) -> bool:
+    """An IANA time zone that both the standard library and Prefect's schedules accept."""
+    try:
+        zoneinfo.ZoneInfo(name)
+        CronSchedule(cron="0 0 * * *", timezone=name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return False
+    return True
+
+
+def _is_cron(expression: str) -> bool:
+    """Five fields (or a nickname such as ``@daily``) that Prefect's schedule accepts. Prefect's
+    croniter also takes a sixth field, as seconds: ``0 2 * * * *`` would start a sweep every second
+    of 02:00, never what a team means."""
+    if not expression.startswith("@") and len(expression.split()) != 5:
+        return False
+    try:
+        CronSchedule(cron=expression, timezone="UTC")
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -207,30 +258,92 @@ def automation_specs(config: TeamConfig, deployment_ids: dict[str, Any]) -> list
     ]
 
 
+# --- checks -----------------------------------------------------------------------------------
+
+
+def catalog_problems(config: TeamConfig, settings: Settings) -> list[str]:
+    """The suite must exist in the catalog the nightly runs read (else the first run fails with
+    ``SuiteNotFound``); an unusable catalog is a problem too."""
+    from sqlalchemy import make_url
+
+    from assay.nightly.suites import SuiteNotFound, get_suite, validate_suite_name
+
+    try:
+        validate_suite_name(config.suite)
+    except UsageError:
+        return []  # reported by TeamConfig.problems
+    try:
+        get_suite(settings, config.suite)
+    except SuiteNotFound as exc:
+        shown = make_url(settings.catalog_url).render_as_string(hide_password=True)
+        return [f"--suite {config.suite!r}: {exc}; catalog {shown}"]
+    except CatalogError as exc:
+        return [str(exc)]
+    return []
+
+
+def server_problems(client: SyncPrefectClient, config: TeamConfig) -> list[str]:
+    """What the server already holds that ``assay deploy`` cannot change: a ``cpu`` or ``gpu`` pool
+    of another type (a pool's type is fixed when it is created). A server that cannot be read is a
+    problem too."""
+    found = []
+    for pool in pool_specs(config):
+        try:
+            existing = client.read_work_pool(pool["name"])
+        except ObjectNotFound:
+            continue
+        except httpx.HTTPError as exc:
+            return [_unreadable(exc)]
+        problem = _pool_problem(existing, pool)
+        if problem:
+            found.append(problem)
+    return found
+
+
+def _unreadable(exc: httpx.HTTPError) -> str:
+    """One line for a server that did not answer, or refused (without the URL httpx puts in a
+    status error's message: a URL may carry credentials)."""
+    if isinstance(exc, httpx.HTTPStatusError):
+        status = exc.response.status_code
+        hint = ": set PREFECT_API_AUTH_STRING to the server's auth string (docs/TEAM.md)" if status == 401 else ""
+        return f"the Prefect server answered {status} {exc.response.reason_phrase}{hint}"
+    return f"the Prefect server cannot be reached ({type(exc).__name__}: {exc}); is PREFECT_API_URL right?"
+
+
+def _pool_problem(existing: WorkPool, pool: dict[str, Any]) -> str | None:
+    if existing.type != pool["type"]:
+        return (f"work pool {pool['name']!r} exists with type {existing.type!r}, not {pool['type']!r}: "
+                "a pool's type cannot be changed; delete it (`prefect work-pool delete "
+                f"{pool['name']}`) or use another server")
+    return None
+
+
+def problems(config: TeamConfig, client: SyncPrefectClient, settings: Settings) -> list[str]:
+    """Every problem with ``config``, against the catalog and the server, one line each."""
+    return config.problems() + catalog_problems(config, settings) + server_problems(client, config)
+
+
 # --- apply ------------------------------------------------------------------------------------
 
 
-def apply(config: TeamConfig, *, dry_run: bool = False) -> list[Change]:
-    """Make the server hold the team setup; returns what was created, updated or left unchanged."""
-    config.check()
-    changes: list[Change] = []
+def apply(config: TeamConfig, *, dry_run: bool = False, settings: Settings | None = None) -> list[Change]:
+    """Make the server hold the team setup; returns what was created, updated or left unchanged
+    (with ``dry_run``, what would be, and nothing is written). Raises :class:`DeployRefused`, before
+    writing anything, when :func:`problems` finds any."""
     with get_client(sync_client=True) as client:
+        found = problems(config, client, settings or load_settings())
+        if found:
+            raise DeployRefused(found)
+        changes: list[Change] = []
         for pool in pool_specs(config):
             changes.append(_apply_pool(client, pool, dry_run))
         ids: dict[str, Any] = {}
         for spec in deployment_specs(config):
             change, ids[spec.name] = _apply_deployment(client, spec, config, dry_run)
             changes.append(change)
-        if dry_run and any(v is None for v in ids.values()):
-            changes += [Change("automation", a, "created") for a in _automation_names()]
-            return changes
         for automation in automation_specs(config, ids):
             changes.append(_apply_automation(client, automation, dry_run))
     return changes
-
-
-def _automation_names() -> list[str]:
-    return [a.name for a in automation_specs(TeamConfig(), {"nightly": "x", "evaluate-checkpoint": "x"})]
 
 
 def _apply_pool(client: SyncPrefectClient, pool: dict[str, Any], dry_run: bool) -> Change:
@@ -243,9 +356,9 @@ def _apply_pool(client: SyncPrefectClient, pool: dict[str, Any], dry_run: bool) 
                 name=pool["name"], type=pool["type"], description=pool["description"], base_job_template=template,
                 concurrency_limit=pool["concurrency_limit"]))
         return Change("work pool", pool["name"], "created")
-    if existing.type != pool["type"]:
-        raise UsageError(f"work pool {pool['name']!r} exists with type {existing.type!r}, not {pool['type']!r}; "
-                         "delete it (`prefect work-pool delete`) or use another server")
+    problem = _pool_problem(existing, pool)
+    if problem:  # checked before anything was written: the pool was replaced since
+        raise UsageError(problem)
     same = (existing.base_job_template == template and existing.concurrency_limit == pool["concurrency_limit"]
             and (existing.description or "") == pool["description"])
     if same:
@@ -288,7 +401,7 @@ def _apply_deployment(client: SyncPrefectClient, spec: DeploymentSpec, config: T
         existing = None
     if existing is None:
         if dry_run:
-            return Change("deployment", spec.full_name, "created"), None
+            return Change("deployment", spec.full_name, "created"), NOT_CREATED_YET
         flow_id = client.create_flow_from_name(spec.flow_name)
         deployment_id = client.create_deployment(
             flow_id=flow_id, name=spec.name, entrypoint=spec.entrypoint, work_pool_name=spec.pool,

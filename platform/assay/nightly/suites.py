@@ -411,9 +411,13 @@ def get_suite(settings: Settings, ref: str) -> Suite:
             known = list(session.execute(select(SuiteRow.name, func.max(SuiteRow.version))
                                          .group_by(SuiteRow.name).order_by(SuiteRow.name)))
             listed = ", ".join(f"{n} (versions 1-{v})" for n, v in known) or "none"
-            what = f"no version {number} of suite {name!r}" if number is not None and any(
-                n == name for n, _ in known) else f"no suite named {name!r}"
-            raise SuiteNotFound(f"{what} (known suites: {listed}); define one with `assay suite define`")
+            if number is not None and any(n == name for n, _ in known):
+                raise SuiteNotFound(f"no version {number} of suite {name!r} (known suites: {listed}); "
+                                    "`assay suite define` makes a new version")
+            raise SuiteNotFound(f"no suite named {name!r} (known suites: {listed}); define it with "
+                                f"`assay suite define {name} --all-datasets` (every ingested dataset) or "
+                                f"`assay suite define {name} --entry DATASET:LEVELS[:STATISTICS]` "
+                                "(e.g. --entry wmt17@1:seg:kendall,pearson)")
         return _suite_from_row(session, row)
 
 
