@@ -72,7 +72,7 @@ def _columns(url: str, table: str) -> set[str]:
 
 
 def test_round_trip_keeps_data(catalog_url: str) -> None:
-    assert catalog_engine.upgrade(catalog_url) == (None, "0004")
+    assert catalog_engine.upgrade(catalog_url) == (None, "0005")
     _insert_rows(catalog_url)
     engine = catalog_engine.make_engine(catalog_url)
     with engine.begin() as conn:
@@ -83,6 +83,9 @@ def test_round_trip_keeps_data(catalog_url: str) -> None:
     engine.dispose()
     before = _read_rows(catalog_url)
 
+    assert catalog_engine.downgrade(catalog_url) == ("0005", "0004")
+    assert "checkpoint_outbox" not in _tables(catalog_url)
+    assert _read_rows(catalog_url) == before
     assert catalog_engine.downgrade(catalog_url) == ("0004", "0003")
     assert "suite_evaluations" not in _tables(catalog_url)
     assert _read_rows(catalog_url) == before
@@ -93,15 +96,16 @@ def test_round_trip_keeps_data(catalog_url: str) -> None:
     assert "parent_version_id" not in _columns(catalog_url, "dataset_versions")
     assert _read_rows(catalog_url) == before
 
-    assert catalog_engine.upgrade(catalog_url) == ("0001", "0004")
+    assert catalog_engine.upgrade(catalog_url) == ("0001", "0005")
+    assert "checkpoint_outbox" in _tables(catalog_url)
     assert _read_rows(catalog_url) == before
     # idempotent: a second upgrade changes nothing
-    assert catalog_engine.upgrade(catalog_url) == ("0004", "0004")
+    assert catalog_engine.upgrade(catalog_url) == ("0005", "0005")
 
     # all the way down and up again
-    assert catalog_engine.downgrade(catalog_url, "base") == ("0004", None)
+    assert catalog_engine.downgrade(catalog_url, "base") == ("0005", None)
     assert catalog_engine.downgrade(catalog_url, "base") == (None, None)
-    assert catalog_engine.upgrade(catalog_url) == (None, "0004")
+    assert catalog_engine.upgrade(catalog_url) == (None, "0005")
 
 
 def test_out_of_date_shared_catalog_is_refused(catalog_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -111,7 +115,7 @@ def test_out_of_date_shared_catalog_is_refused(catalog_url: str, monkeypatch: py
     catalog_engine.upgrade(catalog_url, "0001")
     monkeypatch.setenv("ASSAY_CATALOG_URL", catalog_url)
     catalog_engine.reset_engines()
-    with pytest.raises(CatalogOutOfDate, match=r"revision 0001.*needs revision 0004.*assay db upgrade"):
+    with pytest.raises(CatalogOutOfDate, match=r"revision 0001.*needs revision 0005.*assay db upgrade"):
         catalog_engine.get_engine(load_settings())
     # and it did not migrate it
     engine = catalog_engine.make_engine(catalog_url)
