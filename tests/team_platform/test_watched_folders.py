@@ -14,7 +14,7 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from click.testing import CliRunner
@@ -350,3 +350,49 @@ def test_cli_scan_lists_every_entry_with_its_reason(tiny_checkpoints: tuple[Path
     assert 0 < skipped[str(entries["writing"])]["seconds_left"] <= SETTLE - 20
     assert all(e["seconds_left"] is None for path, e in skipped.items() if path != str(entries["writing"]))
 
+
+def test_the_sweeps_flow_run_logs_carry_every_entry_and_its_reason(
+        prefect_engine: None, tiny_checkpoints: tuple[Path, Path], tmp_path: Path) -> None:
+    """The scan task run inside a real flow on the session's Prefect server: its log lines are
+    stored with the flow run (what ``prefect flow-run logs`` and the UI show), read back here."""
+    from prefect import flow
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+    from prefect.logging.handlers import APILogHandler
+    from prefect.settings import PREFECT_LOGGING_TO_API_ENABLED, temporary_settings
+
+    from assay.flows.nightly import scan_task
+
+    drop = tmp_path / "drop"
+    entries = _a_drop_of_every_kind(tiny_checkpoints, drop)
+    watch(load_settings(), drop)
+
+    @flow(name="scan-in-a-sweep")
+    def sweep(settle_seconds: float) -> dict[str, Any]:
+        return scan_task(settle_seconds)
+
+    with temporary_settings(updates={PREFECT_LOGGING_TO_API_ENABLED: True}):
+        state = sweep(SETTLE, return_state=True)
+        APILogHandler().flush()
+    assert state.is_completed()
+    flow_run_id = state.state_details.flow_run_id
+    with get_client(sync_client=True) as client:
+        logs = client.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])))
+    messages = [log.message for log in logs]
+    text = "\n".join(messages)
+
+    def logged(path: Path, start: str) -> str:
+        found = [m for m in messages if f"{path}:" in m]
+        assert found, f"nothing logged about {path}:\n{text}"
+        assert found[0].startswith(start), found[0]
+        return found[0]
+
+    logged(entries["registered"], "registered ")
+    logged(entries["already"], "already registered ")
+    assert "damaged (model.safetensors: " in logged(entries["damaged"], "skipped ")
+    assert "still being written (newest change " in logged(entries["writing"], "skipped ")
+    assert "temporary name (" in logged(entries["temporary"], "skipped ")
+    assert NOT_A_CHECKPOINT in logged(entries["notes"], "skipped ")
+    assert "not a checkpoint (not a folder)" in logged(entries["file"], "skipped ")
+    assert any(log.level == 30 and str(entries["damaged"]) in log.message for log in logs)  # a warning
+    assert "1 registered, 1 already registered, 5 skipped" in text
