@@ -171,24 +171,27 @@ def watched_command(as_json: bool) -> None:
 
 @checkpoints.command("scan")
 @click.option("--settle", "settle", type=float, default=60.0, show_default=True,
-              help="Leave a folder alone while any of its files changed within this many seconds.")
+              help="A folder is complete once nothing in it was modified for this many seconds.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def scan_command(settle: float, as_json: bool) -> None:
-    """Register the new checkpoint folders in the watched folders (verified; known content is a no-op)."""
+    """Register the new checkpoint folders in the watched folders (verified; known content is a
+    no-op), and list every entry of the watched folders with what was done and why (the nightly
+    sweep does the same scan)."""
+    from assay.nightly.watched_folders import watched
     from assay.workers.checkpoint_watch import scan_watched
 
-    report = scan_watched(load_settings(), settle_seconds=settle)
+    settings = load_settings()
+    report = scan_watched(settings, settle_seconds=settle)
     _deliver_announcements()
     if as_json:
         emit_json(report.as_dict())
         return
-    for entry in report.registered:
-        click.echo(f"registered  {entry['name']}  {entry['digest'][:12]}  ({entry['path']})")
-    for path in report.known:
-        click.echo(f"known       {path}")
-    for path, reason in report.skipped:
-        click.echo(f"skipped     {path}: {reason}")
-    click.echo(f"{len(report.registered)} registered, {len(report.known)} known, {len(report.skipped)} skipped")
+    if not report.entries and not watched(settings):
+        click.echo("no folders watched; `assay checkpoints watch DIR` adds one")
+        return
+    for entry in report.entries:
+        click.echo(f"{entry.status:<18}  {entry.path}: {entry.reason}")
+    click.echo(report.summary())
 
 
 def register(cli: click.Group) -> None:

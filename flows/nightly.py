@@ -32,7 +32,7 @@ from prefect import flow, get_run_logger, task
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.objects import FlowRun, StateType
 from prefect.deployments import run_deployment
-from prefect.exceptions import ObjectNotFound
+from prefect.exceptions import MissingContextError, ObjectNotFound
 
 from assay.config import load_settings
 from assay.flows.retry_policy import RETRY_TRANSIENT
@@ -72,10 +72,15 @@ def reconcile_task() -> list[dict[str, Any]]:
 
 @task(name="scan-watched-folders", **RETRY_TRANSIENT)
 def scan_task(settle_seconds: float) -> dict[str, Any]:
+    """Register the complete checkpoint folders in the watched folders; every entry, and why it
+    was skipped, goes to the run's log (the flow run's logs in the UI and `prefect flow-run logs`)."""
     from assay.workers.checkpoint_watch import scan_watched
 
-    report = scan_watched(load_settings(), settle_seconds=settle_seconds)
-    return {"registered": report.registered, "skipped": [list(s) for s in report.skipped]}
+    try:
+        logger = get_run_logger()
+    except MissingContextError:  # called in-process, outside a run: the scan's own logger
+        logger = None
+    return scan_watched(load_settings(), settle_seconds=settle_seconds, logger=logger).as_dict()
 
 
 @task(name="deliver-announcements", **RETRY_TRANSIENT)
@@ -181,7 +186,7 @@ def nightly_flow(suite: str = DEFAULT_SUITE, checkpoint: str | None = None, reas
     it). ``reason`` is recorded in the result (schedule, event, retry or manual)."""
     logger = get_run_logger()
     reconciled = reconcile_task()
-    scanned = scan_task(settle_seconds) if scan and not checkpoint else {"registered": [], "skipped": []}
+    scanned = scan_task(settle_seconds) if scan and not checkpoint else {"registered": [], "known": [], "skipped": []}
     announced = announce_task()  # owed events; the checkpoints are planned below whatever their fate
     outcomes: list[dict[str, Any]] = []
     dispatched = 0
