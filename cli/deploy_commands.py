@@ -105,6 +105,10 @@ def run_command(suite: str, checkpoint: str | None, settle_seconds: float, no_re
                f"{len(result['evaluated'])} checkpoint(s), {len(result['regressions'])} regression(s)")
     for registered in result["scanned"]["registered"]:
         click.echo(f"  registered {registered['name']} from a watched folder")
+    for skipped in result["scanned"]["skipped"]:
+        click.echo(f"  skipped    {skipped['path']}: {skipped['reason']}")
+    for failed in result.get("announced", {}).get("failed", []):
+        click.echo(f"  announcement of {failed} still owed (the server did not acknowledge it)")
     for regression in result["regressions"]:
         click.echo(f"  REGRESSION {regression['checkpoint_digest'][:12]} vs {regression['baseline_digest'][:12]}: "
                    f"{regression['dataset']} {regression['level']} {regression['group']} {regression['statistic']} "
