@@ -215,6 +215,9 @@ def apply(config: TeamConfig, *, dry_run: bool = False) -> list[Change]:
     config.check()
     changes: list[Change] = []
     with get_client(sync_client=True) as client:
+        # a Prefect API that lets us in, before anything is read: on a wrong path every read would
+        # answer "not found", and a dry run would promise to create everything
+        client.api_version()
         for pool in pool_specs(config):
             changes.append(_apply_pool(client, pool, dry_run))
         ids: dict[str, Any] = {}
