@@ -29,6 +29,7 @@ The cron sweep catches anything a trigger missed (the server was down, an event 
 
 from __future__ import annotations
 
+import uuid
 import zoneinfo
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -233,7 +234,9 @@ def apply(config: TeamConfig, *, dry_run: bool = False) -> list[Change]:
 
 
 def _automation_names() -> list[str]:
-    return [a.name for a in automation_specs(TeamConfig(), {"nightly": "x", "evaluate-checkpoint": "x"})]
+    placeholder = uuid.UUID(int=0)  # the specs validate deployment ids as UUIDs; only the names are used
+    ids = {"nightly": placeholder, "evaluate-checkpoint": placeholder}
+    return [a.name for a in automation_specs(TeamConfig(), ids)]
 
 
 def _apply_pool(client: SyncPrefectClient, pool: dict[str, Any], dry_run: bool) -> Change:
