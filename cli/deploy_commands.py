@@ -55,6 +55,7 @@ def deploy(timezone: str, nightly_cron: str, gpus: int, suite: str, debounce_sec
     Checks first, writes after: the cron, the time zone, the suite (in the catalog) and the pools
     the server already has; any problem is reported (all of them, exit 2) and nothing is written.
     """
+    from assay.cli.service_failures import without_credentials
     from assay.cli.team_deployments import TeamConfig, apply
 
     config = TeamConfig(timezone=timezone, nightly_cron=nightly_cron, gpus=gpus, suite=suite,
@@ -63,22 +64,13 @@ def deploy(timezone: str, nightly_cron: str, gpus: int, suite: str, debounce_sec
     url = _api_or_refuse(config.problems())
     changes = apply(config, dry_run=dry_run)
     if as_json:
-        emit_json({"api_url": _without_credentials(url), "dry_run": dry_run, "changes": [c.as_dict() for c in changes]})
+        emit_json({"api_url": without_credentials(url), "dry_run": dry_run, "changes": [c.as_dict() for c in changes]})
         return
     verb = "would be " if dry_run else ""
     for change in changes:
         click.echo(f"{change.kind:<11} {change.name:<40} {verb}{change.action}")
     changed = sum(c.action != "unchanged" for c in changes)
-    click.echo(f"{changed} change(s) on {_without_credentials(url)}" + (" (dry run)" if dry_run else ""))
-
-
-def _without_credentials(url: str) -> str:
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = host + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    click.echo(f"{changed} change(s) on {without_credentials(url)}" + (" (dry run)" if dry_run else ""))
 
 
 @click.group("nightly")
@@ -94,8 +86,11 @@ def nightly() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def run_command(suite: str, checkpoint: str | None, settle_seconds: float, no_report: bool, as_json: bool) -> None:
     """One sweep now: reconcile, discover, evaluate what is new (exactly once), compare, report."""
+    from assay.catalog.engine import get_engine
     from assay.cli.runner import run_flow
 
+    # the catalog first: a sweep that cannot read its ledger must not start a flow run (or a server)
+    get_engine(load_settings())
     result = run_flow("nightly", suite=suite, checkpoint=checkpoint, reason="manual", settle_seconds=settle_seconds,
                       report=not no_report)
     if as_json:

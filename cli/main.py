@@ -2,7 +2,15 @@
 
 Heavy modules (Prefect, DuckDB, pyarrow) are imported inside the commands so that
 ``assay --help`` stays fast. Every :class:`assay.errors.AssayError` is printed as one line on
-stderr with exit status 2.
+stderr, ``error: ...``, and nothing else. Exit statuses:
+
+0  done;
+2  the input or the arguments are wrong (an :class:`~assay.errors.AssayError`; fix the command);
+3  a service is unreachable or refused us: the catalog's database or the Prefect API (a
+   :class:`~assay.errors.ServiceError`, or a failure deep in psycopg, SQLAlchemy, httpx or Prefect
+   that :func:`assay.cli.service_failures.classify` recognises; fix the setup). The line names the
+   service, its URL with the password masked, what went wrong and the setting to check;
+1  anything else: a bug, shown with its traceback.
 """
 
 from __future__ import annotations
@@ -11,16 +19,31 @@ from typing import Any
 
 import click
 
-from assay.errors import AssayError
+from assay.errors import AssayError, ServiceError
+
+#: exit statuses (see the module doc)
+EXIT_USAGE = 2
+EXIT_SERVICE = 3
 
 
 class AssayGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except ServiceError as exc:
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(EXIT_SERVICE)
         except AssayError as exc:
             click.echo(f"error: {exc}", err=True)
-            ctx.exit(2)
+            ctx.exit(EXIT_USAGE)
+        except Exception as exc:
+            from assay.cli.service_failures import classify
+
+            failure = classify(exc)
+            if failure is None:
+                raise
+            click.echo(f"error: {failure}", err=True)
+            ctx.exit(EXIT_SERVICE)
 
 
 @click.group(cls=AssayGroup, context_settings={"help_option_names": ["-h", "--help"]})

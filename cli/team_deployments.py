@@ -331,6 +331,9 @@ def apply(config: TeamConfig, *, dry_run: bool = False, settings: Settings | Non
     (with ``dry_run``, what would be, and nothing is written). Raises :class:`DeployRefused`, before
     writing anything, when :func:`problems` finds any."""
     with get_client(sync_client=True) as client:
+        # a Prefect API that lets us in, before anything is read: on a wrong path every read would
+        # answer "not found" (a dead, refusing or misplaced server is a service failure: exit 3)
+        client.api_version()
         found = problems(config, client, settings or load_settings())
         if found:
             raise DeployRefused(found)

@@ -36,6 +36,7 @@ SLOW_MODULES_FIRST = (
     "tests/training/test_distributed.py",
     "tests/test_background_server.py",
     "tests/team/test_server_auth.py",
+    "tests/team/test_service_errors.py",
     "tests/team/test_deploy_templates.py",
     "tests/team/test_deploy_validation.py",
     "tests/test_flows_and_cli.py",

@@ -2,6 +2,10 @@
 
 ``AssayError``
     Base class. The CLI prints the message and exits with status 2; nothing else is shown.
+``ServiceError``
+    A service Assay depends on (the catalog's database, the Prefect API) is unreachable or refused
+    us: the input may be fine, the setup is not. The CLI exits with status 3 instead of 2; the message
+    names the service, its URL (password masked), what went wrong and the setting to check.
 ``InputError``
     A defective input file: names the file, the line where there is one, what was found and
     what was expected. Raised before anything is written.
@@ -86,3 +90,21 @@ class MetricOutputError(AssayError):
 class UndigestedModelError(AssayError):
     """A model's weights cannot be digested, so its scores cannot be cached under a signature.
     The message names the model, the reason and the opt-out (score without caching)."""
+
+
+class ServiceError(AssayError):
+    """A service is unreachable or refused us: the catalog's database or the Prefect API.
+
+    Not the user's input (exit status 2) but their setup: the CLI exits with status 3. The message
+    reads ``cannot use the SERVICE at URL: PROBLEM; CHECK``, e.g. ``cannot use the catalog at
+    postgresql+psycopg://assay:***@db:5432/assay: connection refused; check ASSAY_CATALOG_URL and
+    that PostgreSQL is running``. ``url`` must come with its password already masked; no auth string
+    or password belongs in any field.
+    """
+
+    def __init__(self, service: str, url: str, problem: str, check: str) -> None:
+        self.service = service
+        self.url = url
+        self.problem = problem
+        self.check = check
+        super().__init__(f"cannot use the {service} at {url}: {problem}; {check}")

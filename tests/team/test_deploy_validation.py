@@ -199,11 +199,11 @@ def test_a_gpu_pool_of_another_type_is_named_and_nothing_is_written(empty_server
     assert _state(server) == before
 
 
-def test_a_server_that_does_not_answer_is_one_problem_line(team: dict[str, Any]) -> None:
+def test_a_server_that_does_not_answer_is_one_service_line(team: dict[str, Any]) -> None:
     from assay.ports import free_port
 
     env = {**team["env"], "PREFECT_API_URL": f"http://127.0.0.1:{free_port()}/api"}
     done = _deploy(env, "--dry-run")
-    assert done.returncode == 2, _explain(done)
+    assert done.returncode == 3, _explain(done)  # a service unreachable (tests/team/test_service_errors.py)
     errors = _error_lines(done)
-    assert len(errors) == 1 and "cannot be reached" in errors[0] and "PREFECT_API_URL" in errors[0], _explain(done)
+    assert len(errors) == 1 and "connection refused" in errors[0] and "PREFECT_API_URL" in errors[0], _explain(done)
