@@ -206,6 +206,14 @@ def test_the_right_auth_string_is_let_in(auth_server: TeamServer, request: pytes
     """The control: with the right string the same server answers. A dry run of ``assay deploy`` on an
     empty server lists everything it would create; then it is created, and a second run changes nothing."""
     env = {"PREFECT_API_URL": auth_server.url, "PREFECT_API_AUTH_STRING": AUTH}
+    # deploy refuses a suite the catalog lacks (tests/team/test_deploy_validation.py): define one
+    from assay.config import load_settings
+    from assay.fixtures import fixtures_dir
+    from assay.jobs.ingest import ingest_path
+    from assay.nightly.suites import define_suite
+
+    dataset = ingest_path(fixtures_dir() / "demo-wmt").label
+    define_suite(load_settings(), "nightly", [{"dataset": dataset, "levels": ["seg"]}])
     runs = [_assay(args, env, request, tmp_path) for args in (["deploy", "--dry-run"], ["deploy"], ["deploy"])]
     for done in runs:
         assert done.returncode == 0 and done.stderr == "", done.stdout + done.stderr
