@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.errors import UsageError
+from assay.errors import NotFoundError, UsageError
 from assay.jobs.evaluation import evaluate
 from assay.jobs.ingest import ingest_path
 from assay.jobs.scoring import score_dataset
@@ -42,3 +42,22 @@ def test_one_leaderboard_per_aspect_with_its_own_clusters(webnlg_evaluated: str)
         assert sorted(r["metric"] for r in rows) == ["chrf", "sentbleu"]
         assert [r["rank"] for r in rows] == [1, 2]
         assert rows[0]["cluster"] == 1
+
+
+def test_an_empty_leaderboard_names_the_groups_aspects_and_statistics_that_exist(webnlg_evaluated: str) -> None:
+    """Issue 17, finding 8: TEAM.md's `assay leaderboard --dataset D --level seg` on WebNLG (one
+    group, three aspects, no `all` mean) used to fail with an error naming neither --group nor --aspect."""
+    from click.testing import CliRunner
+
+    from assay.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["leaderboard", "--dataset", webnlg_evaluated, "--level", "seg"])
+    assert result.exit_code == 2
+    message = result.output
+    assert "group(s) webnlg2017 (--group)" in message
+    assert "aspect(s) fluency, grammar, semantics (--aspect)" in message and "(--stat)" in message
+    example = message.split("e.g. `")[1].split("`")[0].split()[1:]  # the suggested command works as printed
+    shown = CliRunner().invoke(cli, example)
+    assert shown.exit_code == 0, shown.output
+    with pytest.raises(NotFoundError, match=r"evaluated at level\(s\) seg \(use --level\)"):
+        leaderboard(LeaderboardQuery(webnlg_evaluated, "sys", "pearson"))

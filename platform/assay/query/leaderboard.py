@@ -72,8 +72,7 @@ def leaderboard(query: LeaderboardQuery, settings: Settings | None = None,
             raise NotFoundError(f"no evaluations of {ref.name} yet; run `assay evaluate --dataset {ref.name}`")
         rows = _newest_rows(con, source, where, params, version_filter)
         if not rows:
-            raise NotFoundError(f"no {query.level}-level {query.statistic} correlations for group {query.group!r} "
-                                f"of {query.dataset}")
+            raise NotFoundError(_nothing_found(con, source, query))
         _refuse_mixed_aspects(rows, query)
         if not query.allow_mixed:
             _refuse_mixed(rows)
@@ -90,6 +89,27 @@ def leaderboard(query: LeaderboardQuery, settings: Settings | None = None,
         row["created_at"] = row["created_at"].isoformat() if row["created_at"] else None
     _name_checkpoints(ranked, settings)
     return ranked
+
+
+def _nothing_found(con: duckdb.DuckDBPyConnection, source: str, query: LeaderboardQuery) -> str:
+    """Why a leaderboard is empty, naming what does exist at that level: its groups (``--group``),
+    aspects (``--aspect``) and statistics (``--stat``), or the levels that were evaluated."""
+    wanted = f"no {query.level}-level {query.statistic} correlations for group {query.group!r}"
+    if query.aspect:
+        wanted += f" and aspect {query.aspect!r}"
+    found = con.execute(f'SELECT DISTINCT "group", aspect, statistic FROM {source} WHERE level = $level',
+                        {"level": query.level}).fetchall()
+    if not found:
+        levels = [lv for (lv,) in con.execute(f"SELECT DISTINCT level FROM {source} ORDER BY 1").fetchall()]
+        return (f"{wanted} of {query.dataset}: it was evaluated at level(s) {', '.join(levels)} (use --level), or "
+                f"run `assay evaluate --dataset {query.dataset} --level {query.level}`")
+    groups = sorted({g for g, _, _ in found}, key=lambda g: (g != "all", g))
+    aspects = sorted({a for _, a, _ in found})
+    statistics = sorted({st for _, _, st in found})
+    return (f"{wanted} of {query.dataset}; at level {query.level} it has group(s) {', '.join(groups)} (--group), "
+            f"aspect(s) {', '.join(aspects)} (--aspect) and statistic(s) {', '.join(statistics)} (--stat), "
+            f"e.g. `assay leaderboard --dataset {query.dataset} --level {query.level} --group {groups[0]} "
+            f"--aspect {aspects[0]} --stat {statistics[0]}`")
 
 
 def _newest_rows(con: duckdb.DuckDBPyConnection, source: str, where: list[str], params: dict[str, Any],
