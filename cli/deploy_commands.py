@@ -17,7 +17,7 @@ from assay.cli.output import emit_json
 from assay.config import load_settings
 
 
-def _api_or_refuse(problems: list[str]) -> str:
+def api_or_refuse(problems: list[str]) -> str:
     """The team server's URL; without one, refuse with ``problems`` (the settings' own) and that."""
     from assay.cli.team_deployments import DeployRefused
     from assay.errors import UsageError
@@ -61,7 +61,7 @@ def deploy(timezone: str, nightly_cron: str, gpus: int, suite: str, debounce_sec
     config = TeamConfig(timezone=timezone, nightly_cron=nightly_cron, gpus=gpus, suite=suite,
                         debounce_seconds=debounce_seconds, zombie_after_seconds=zombie_after_seconds,
                         settle_seconds=settle_seconds, report_dir=report_dir)
-    url = _api_or_refuse(config.problems())
+    url = api_or_refuse(config.problems())
     changes = apply(config, dry_run=dry_run)
     if as_json:
         emit_json({"api_url": without_credentials(url), "dry_run": dry_run, "changes": [c.as_dict() for c in changes]})

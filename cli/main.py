@@ -74,10 +74,11 @@ def _register_commands() -> None:
         suite_commands,
         synth_commands,
         train_commands,
+        worker_commands,
     )
 
     modules = (catalog_commands, checkpoint_commands, dataset_commands, job_commands, score_commands,
-               eval_commands, drift_commands, report_commands, server_commands, synth_commands,
+               eval_commands, drift_commands, report_commands, server_commands, synth_commands, worker_commands,
                train_commands, robustness_commands, deploy_commands,
                suite_commands)
     for module in modules:

@@ -1,0 +1,133 @@
+"""Issue 17, finding 7: stopping a team's worker and server ends cleanly in either order, within 30 s,
+with a flow run in progress; `assay workers` shows the workers a server has (finding 8: there is no
+`prefect worker ls`).
+
+Real parts: ``prefect server start`` on PostgreSQL (tests/team_server.py), a real process worker
+(``prefect worker start --pool cpu``) and a real flow run on it: a flow that sleeps, deployed from a
+temporary folder with Prefect's ``flow.from_source``. Each order gets its own server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.team.workers import Worker, flow_run_pids, wait_for
+from tests.team_server import TeamServer, require_postgres, start_team_server
+
+pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
+
+BIN = Path(sys.executable).parent
+#: the bound TEAM.md states for either order (each process, from its SIGTERM to its exit)
+STOP_BOUND_S = 30.0
+SLEEPY = """
+import time
+from prefect import flow
+
+@flow
+def sleepy(seconds: int = 300) -> None:
+    for _ in range(seconds):
+        time.sleep(1)
+"""
+DEPLOY_AND_RUN = """
+from prefect import flow
+from prefect.deployments import run_deployment
+flow.from_source(source={source!r}, entrypoint="sleepy.py:sleepy").deploy(
+    name="sleepy", work_pool_name="cpu", build=False, push=False, print_next_steps=False)
+print(run_deployment("sleepy/sleepy", timeout=0).id)
+"""
+
+
+def _setup(root: Path) -> tuple[TeamServer, dict[str, str], Worker, str]:
+    """A server, the ``cpu`` pool, one worker, and a flow run in progress on it (its id)."""
+    server = start_team_server(root / "server")
+    env = server.client_env()
+    env.update({"PREFECT_HOME": str(root / "client"), "PREFECT_WORKER_QUERY_SECONDS": "2",
+                "PREFECT_WORKER_HEARTBEAT_SECONDS": "5"})
+    subprocess.run([str(BIN / "prefect"), "work-pool", "create", "cpu", "--type", "process"], env=env, check=True,
+                   capture_output=True, timeout=120)
+    source = root / "flows"
+    source.mkdir()
+    (source / "sleepy.py").write_text(SLEEPY, encoding="utf-8")
+    started = subprocess.run([sys.executable, "-c", DEPLOY_AND_RUN.format(source=str(source))], env=env, cwd=source,
+                             capture_output=True, text=True, check=True, timeout=120)
+    run_id = started.stdout.strip().splitlines()[-1]
+    worker = Worker("cpu", env, root / "worker.log").start()
+    wait_for(lambda: flow_run_pids(run_id) or None, 120, "the flow run's process to start")
+    return server, env, worker, run_id
+
+
+def _sigterm_and_time(process: subprocess.Popen[Any]) -> float:
+    """SIGTERM the process group, wait for the exit (SIGKILL after the bound); seconds taken."""
+    started = time.monotonic()
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=STOP_BOUND_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+        return float("inf")
+    return time.monotonic() - started
+
+
+def _flow_run_state(env: dict[str, str], run_id: str) -> str:
+    code = ("import sys\nfrom prefect.client.orchestration import get_client\n"
+            "with get_client(sync_client=True) as c:\n print(c.read_flow_run(sys.argv[1]).state.name)\n")
+    return subprocess.run([sys.executable, "-c", code, run_id], env=env, capture_output=True, text=True, check=True,
+                          timeout=60).stdout.strip()
+
+
+def test_workers_first_then_the_server(tmp_path: Path) -> None:
+    require_postgres()
+    server, env, worker, run_id = _setup(tmp_path)
+    try:
+        # `assay workers`: the pool is READY with one ONLINE worker and the run counted
+        shown = subprocess.run([str(BIN / "assay"), "workers", "--json"], env=env, capture_output=True, text=True,
+                               timeout=120)
+        assert shown.returncode == 0, shown.stderr
+        [pool] = [p for p in json.loads(shown.stdout) if p["pool"] == "cpu"]
+        assert pool["status"] == "READY" and pool["running"] == 1
+        assert [w["status"] for w in pool["workers"]] == ["ONLINE"]
+        assert pool["workers"][0]["last_heartbeat_age_s"] < 30
+
+        assert worker.process is not None
+        took = _sigterm_and_time(worker.process)
+        print(f"workers first: worker exited {took:.1f} s after SIGTERM")
+        assert took <= STOP_BOUND_S
+        # the worker's SIGTERM reaches its flow runs (its process group), so the run's process ends;
+        # the server still shows it Running: no heartbeat will come, and the zombie automation that
+        # `assay deploy` installs marks it Crashed after --zombie-after s (test_nightly_e2e.py times it)
+        wait_for(lambda: not flow_run_pids(run_id) or None, STOP_BOUND_S, "the flow run's process to end")
+        assert _flow_run_state(env, run_id) == "Running"
+    finally:
+        worker.stop()
+        started = time.monotonic()
+        server.stop()
+        print(f"workers first: server stopped in {time.monotonic() - started:.1f} s")
+    assert time.monotonic() - started <= STOP_BOUND_S
+
+
+def test_the_server_first_then_the_workers(tmp_path: Path) -> None:
+    require_postgres()
+    server, _, worker, run_id = _setup(tmp_path)
+    try:
+        started = time.monotonic()
+        server.stop()
+        print(f"server first: server stopped in {time.monotonic() - started:.1f} s")
+        assert time.monotonic() - started <= STOP_BOUND_S
+        assert worker.process is not None
+        took = _sigterm_and_time(worker.process)
+        print(f"server first: worker exited {took:.1f} s after SIGTERM (its last events cannot be sent)")
+        assert took <= STOP_BOUND_S
+        wait_for(lambda: not flow_run_pids(run_id) or None, STOP_BOUND_S, "the flow run's process to end")
+    finally:
+        worker.stop()
+        server.stop()
