@@ -45,8 +45,13 @@ pytestmark = pytest.mark.timeout(900)
 
 #: the zombie automation's window (seconds without a heartbeat); heartbeats come every 30 s
 ZOMBIE_AFTER_S = 60
-#: a killed run must be marked Crashed within this long (the window, a heartbeat, the trigger loop)
-CRASH_BOUND_S = ZOMBIE_AFTER_S + 30 + 60
+HEARTBEAT_S = 30
+#: docs/TEAM.md's bound for a lost host: its runs are marked Crashed between Z - 30 s and Z + 10 s after
+#: it dies (Z = --zombie-after: the window starts at the last heartbeat, at most 30 s before the
+#: death; the server evaluates the proactive trigger every 5 s and then runs the action). The test
+#: allows 10 s more on top for this busy 2-core machine and its 2 s polling.
+CRASH_EARLIEST_S = ZOMBIE_AFTER_S - HEARTBEAT_S - 2
+CRASH_BOUND_S = ZOMBIE_AFTER_S + 10 + 10
 
 
 @pytest.fixture(scope="module")
@@ -190,7 +195,8 @@ def test_killed_gpu_worker_crashes_and_the_retry_completes(team: dict[str, Any],
 
     state = wait_for(crashed, CRASH_BOUND_S, "the killed run to be marked Crashed", interval=2)
     crashed_after = time.monotonic() - killed
-    print(f"killed -> Crashed in {crashed_after:.1f} s (bound {CRASH_BOUND_S} s): {state.message}")
+    print(f"killed -> Crashed in {crashed_after:.1f} s (bound {CRASH_EARLIEST_S}-{CRASH_BOUND_S} s): {state.message}")
+    assert CRASH_EARLIEST_S <= crashed_after <= CRASH_BOUND_S
     gpu.start()
     row = wait_for(lambda: _completed(env, "nightly-c"), 420, "the retry of checkpoint C to complete", interval=3)
     assert row["attempts"] == 2
