@@ -129,3 +129,4 @@ def test_a_lost_announcement_is_owed_shown_delivered_and_evaluated(shared_data: 
     # finding 6: the completed rows' summaries carry their correlations
     done = ledger.history(settings, "nightly")
     assert all(r["summary"]["evaluations"][0]["correlations"] for r in done)
+    assert all(r["summary"]["evaluations"][0]["correlations"] for r in shown["completed"])

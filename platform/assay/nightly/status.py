@@ -124,5 +124,6 @@ def _ledger_rows(settings: Settings, suite_name: str | None) -> list[dict[str, A
             out.append({"status": row.status, "id": row.id, "checkpoint_name": name,
                         "checkpoint_digest": row.checkpoint_digest, "dataset": f"{dataset}@{number}",
                         "suite": f"{s_name}@{s_version}", "attempts": row.attempts, "flow_run_id": row.flow_run_id,
-                        "evaluate_run_id": row.evaluate_run_id, "error": row.error, "_since": since})
+                        "evaluate_run_id": row.evaluate_run_id, "score_run_id": row.score_run_id, "error": row.error,
+                        "summary": dict(row.summary or {}), "_since": since})
     return out
