@@ -29,6 +29,10 @@ TRANSIENT_SQLSTATE_CLASSES = ("08", "40")
 TRANSIENT_SQLSTATES = frozenset({"53300", "57P01", "57P02", "57P03", "55P03"})
 #: SQLite's messages for a database file another connection holds past the busy timeout
 SQLITE_BUSY = ("database is locked", "database table is locked", "database is busy")
+#: what PostgreSQL says, before any SQLSTATE reaches psycopg, when the connection settings are wrong:
+#: these are set-up errors, never worth a retry
+PERMANENT_CONNECT_MESSAGES = ("does not exist", "password authentication failed", "no password supplied",
+                              "no pg_hba.conf entry", "authentication failed")
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -77,6 +81,9 @@ def _transient_driver_error(orig: BaseException | None) -> bool:
         return False
     sqlstate = orig.sqlstate
     if sqlstate is None:
-        # no answer from a server at all: refused, reset or closed connections
+        # no answer from a server at all (refused, reset or closed connections) is transient; a
+        # server that answered that the database or role does not exist, or refused the password, is not
+        if any(message in str(orig).lower() for message in PERMANENT_CONNECT_MESSAGES):
+            return False
         return isinstance(orig, psycopg.OperationalError | psycopg.InterfaceError)
     return sqlstate[:2] in TRANSIENT_SQLSTATE_CLASSES or sqlstate in TRANSIENT_SQLSTATES

@@ -217,6 +217,12 @@ def test_a_dropped_catalog_connection_is_transient_and_bad_input_is_not(postgres
     with pytest.raises(DBAPIError) as unreachable:
         refused.connect()
     assert is_transient(unreachable.value)
+    # a catalog URL naming a database that does not exist is a set-up error: never retried
+    missing = create_engine(postgres_url.rsplit("/", 1)[0] + "/assay_no_such_database")
+    with pytest.raises(DBAPIError) as no_database:
+        missing.connect()
+    missing.dispose()
+    assert "does not exist" in str(no_database.value) and not is_transient(no_database.value)
     assert not is_transient(UsageError("shard size must be a positive integer"))
     try:
         raise UsageError("bad dataset") from ConnectionResetError()
