@@ -252,7 +252,7 @@ def test_worker_image_builds_what_pyproject_packages() -> None:
     assert re.search(r"^USER (?!root)\w+", dockerfile, flags=re.MULTILINE)
     assert "COPY . ." not in dockerfile  # would copy .venv and local state into the image
     cmd = re.search(r"^CMD (\[.*\])$", dockerfile, flags=re.MULTILINE)
-    assert cmd and json.loads(cmd.group(1))[:3] == ["prefect", "worker", "start"]
+    assert cmd and json.loads(cmd.group(1))[:3] == ["assay", "workers", "start"]  # a bounded stop (TEAM.md)
     assert not re.search(r"^ENTRYPOINT", dockerfile, flags=re.MULTILINE)  # Kubernetes passes the run's command as args
 
 

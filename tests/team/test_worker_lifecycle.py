@@ -138,7 +138,7 @@ def test_workers_first_then_the_server(tmp_path: Path) -> None:
 
 def test_the_server_first_then_the_workers(tmp_path: Path) -> None:
     require_postgres()
-    server, _, worker, run_id = _setup(tmp_path)
+    server, _, worker, _run_id = _setup(tmp_path)
     try:
         started = time.monotonic()
         server.stop()
