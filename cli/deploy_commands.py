@@ -106,7 +106,8 @@ def run_command(suite: str, checkpoint: str | None, settle_seconds: float, no_re
         click.echo(f"  announcement of {failed} still owed (the server did not acknowledge it)")
     for regression in result["regressions"]:
         click.echo(f"  REGRESSION {regression['checkpoint_digest'][:12]} vs {regression['baseline_digest'][:12]}: "
-                   f"{regression['dataset']} {regression['level']} {regression['group']} {regression['statistic']} "
+                   f"{regression['dataset']} {regression['level']} {regression['group']} ({regression['aspect']}) "
+                   f"{regression['statistic']} "
                    f"{regression['value']:.4f} < {regression['baseline_value']:.4f} (p={regression['p_value']:.3g})")
     if result["report"]:
         click.echo(f"  report: {result['report']}")

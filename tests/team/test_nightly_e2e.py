@@ -222,3 +222,43 @@ def test_killed_gpu_worker_crashes_and_the_retry_completes(team: dict[str, Any],
         assert client.read_work_pool("gpu").concurrency_limit == 1
     assert not [r for r in read_flow_runs(server.url, "evaluate-checkpoint/evaluate-checkpoint")
                 if r.state and r.state.is_running()]
+
+
+def test_team_md_check_and_user_section_on_the_team_server(team: dict[str, Any], tmp_path: Path) -> None:
+    """docs/TEAM.md §6 and "The nightly evaluation, as a user sees it", in the doc's order, on the
+    team server with its workers (issue 17: the doc true step by step; tests/test_docs_commands.py
+    checks that every command it shows parses)."""
+    import os
+
+    env = team["env"]
+    # §6: the pools and their online workers (there is no `prefect worker ls`)
+    pools = {p["pool"]: p for p in json.loads(run_assay(env, "workers", "--json").stdout)}
+    for name in ("cpu", "gpu"):
+        assert pools[name]["status"] == "READY" and pools[name]["type"] == "process"
+        assert "ONLINE" in {w["status"] for w in pools[name]["workers"]}
+    assert pools["gpu"]["concurrency_limit"] == 1
+    run_assay(env, "datasets", "list")
+    status = _status(env)
+    assert status["counts"]["owed"] == 0 and status["counts"]["pending"] == 0
+    assert status["counts"]["completed"] >= 3  # A, B and C of the tests before
+
+    # a folder dropped into a watched folder; `assay nightly run` evaluates it now (no 02:00 wait)
+    watched = tmp_path / "drop"
+    watched.mkdir()
+    run_assay(env, "checkpoints", "watch", str(watched))
+    d = _make_checkpoint(watched / "nightly-d", seed=4, encoder=save_tiny_encoder(tmp_path / "tiny-encoder"))
+    old = time.time() - 300  # copied with its old times (as `cp -a` keeps them): complete at once
+    for path in [d, *d.rglob("*")]:
+        os.utime(path, (old, old))
+    swept = run_assay(env, "nightly", "run", "--no-report")
+    assert "registered nightly-d from a watched folder" in swept.stdout, swept.stdout
+    assert "1 item(s) evaluated" in swept.stdout, swept.stdout
+    assert _completed(env, "nightly-d") is not None
+    scan = run_assay(env, "checkpoints", "scan")  # what a scan sees now, and why
+    assert "already registered" in scan.stdout and "nightly-d" in scan.stdout
+
+    # the leaderboard and the report, as the doc shows them
+    board = run_assay(env, "leaderboard", "--dataset", team["dataset"], "--level", "seg")
+    assert "nightly-d" in board.stdout
+    run_assay(env, "report", "--out", str(tmp_path / "report"))
+    assert "nightly-d" in (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
