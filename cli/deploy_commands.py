@@ -55,8 +55,8 @@ def deploy(timezone: str, nightly_cron: str, gpus: int, suite: str, debounce_sec
     Checks first, writes after: the cron, the time zone, the suite (in the catalog) and the pools
     the server already has; any problem is reported (all of them, exit 2) and nothing is written.
     """
-    from assay.cli.service_failures import without_credentials
     from assay.cli.team_deployments import TeamConfig, apply
+    from assay.urls import without_credentials
 
     config = TeamConfig(timezone=timezone, nightly_cron=nightly_cron, gpus=gpus, suite=suite,
                         debounce_seconds=debounce_seconds, zombie_after_seconds=zombie_after_seconds,

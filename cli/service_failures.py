@@ -40,9 +40,10 @@ import re
 import sys
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from assay.errors import ServiceError
+from assay.urls import without_credentials
 
 CATALOG = "catalog"
 PREFECT = "Prefect API"
@@ -239,17 +240,3 @@ def _answers_as_prefect(response: Any, api_url: str) -> bool:
     except httpx.HTTPError:
         return False
     return health.status_code == 200 and health.text.strip() == "true"
-
-
-def without_credentials(url: str) -> str:
-    """``url`` without user information, query or fragment (where a secret could be)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:  # an IPv6 address
-        host = f"[{host}]"
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    netloc = host + (f":{port}" if port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))

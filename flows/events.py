@@ -26,11 +26,11 @@ from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 from assay.checkpoints import outbox
 from assay.checkpoints.registry import Registered, add_registration_listener
 from assay.config import load_settings
+from assay.urls import without_credentials
 
 CHECKPOINT_REGISTERED = "assay.checkpoint.registered"
 RESOURCE_PREFIX = "assay.checkpoint."
@@ -82,7 +82,7 @@ def deliver_owed(digests: list[str] | None = None) -> Delivery:
         return Delivery([], [], [])
     owed = outbox.owed(settings, digests)
     if not owed:
-        return Delivery([], [], [], api_url=_without_credentials(url))
+        return Delivery([], [], [], api_url=without_credentials(url))
     configure_prefect_defaults()
     sent, error = _send(owed)
     delivered = [o for o in owed if o.digest in sent]
@@ -91,7 +91,7 @@ def deliver_owed(digests: list[str] | None = None) -> Delivery:
     if failed:
         outbox.record_failure(settings, [o.digest for o in failed], error or "not acknowledged")
     return Delivery([o.name for o in owed], [o.name for o in delivered], [o.name for o in failed], error,
-                    _without_credentials(url))
+                    without_credentials(url))
 
 
 def _send(owed: list[outbox.Owed]) -> tuple[set[str], str | None]:
@@ -139,12 +139,6 @@ def _run(coroutine: Coroutine[Any, Any, _T]) -> _T:
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text if len(text) <= 200 else text[:197] + "..."
-
-
-def _without_credentials(url: str) -> str:
-    parts = urlsplit(url)
-    netloc = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def install() -> None:
