@@ -108,14 +108,11 @@ def register_command(path: Path, name: str | None, as_json: bool) -> None:
 
 def _deliver_announcements() -> str | None:
     """Announce this and every earlier owed checkpoint to the team's Prefect server
-    (``assay.checkpoint.registered``, :mod:`assay.checkpoints.outbox`); a failure is one warning
-    line on stderr (returned too): the checkpoint stays owed and the next sweep evaluates it."""
-    from assay.flows.events import deliver_owed
+    (``assay.checkpoint.registered``, :mod:`assay.checkpoints.outbox`): the checkpoint stays owed
+    on a failure, and the next sweep evaluates it."""
+    from assay.cli.runner import deliver_owed_announcements
 
-    warning = deliver_owed().warning()
-    if warning is not None:
-        click.echo(f"warning: {warning}", err=True)
-    return warning
+    return deliver_owed_announcements()
 
 
 @checkpoints.command("export")

@@ -94,18 +94,15 @@ def run_flow(flow_name: str, /, *args: Any, **kwargs: Any) -> Any:
         return result
 
 
-def deliver_owed_announcements() -> None:
-    """Deliver what the outbox owes when a team server is configured; warn in one line if it fails."""
-    from assay.config import load_settings
-    from assay.flows.engine import configured_api_url
-
-    if configured_api_url(load_settings()) is None:
-        return
+def deliver_owed_announcements() -> str | None:
+    """Deliver what the outbox owes (:func:`assay.flows.events.deliver_owed`: nothing without a
+    configured team server); a failure is one warning line on stderr, also returned."""
     from assay.flows.events import deliver_owed
 
     warning = deliver_owed().warning()
     if warning is not None:
         click.echo(f"warning: {warning}", err=True)
+    return warning
 
 
 def run_ingest_flow(paths: list[str], **kwargs: Any) -> list[dict[str, Any]]:
