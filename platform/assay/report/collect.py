@@ -13,9 +13,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import itemgetter
 from typing import Any
 
 import duckdb
@@ -197,6 +198,19 @@ def latest_evaluations(rows: list[CorrelationRow], versions: list[VersionInfo],
     evaluations.sort(key=lambda e: (e.version.ref.name, e.level != "seg"))
     drift.sort(key=lambda e: (e.version.ref.name, e.version.ref.number, e.level))
     return evaluations, drift
+
+
+def newest_run_rows(rows: Iterable[dict[str, Any]], key: Callable[[dict[str, Any]], Hashable],
+                    when: Callable[[dict[str, Any]], Any] = itemgetter("created_at")) -> list[dict[str, Any]]:
+    """The rows of the newest run per ``key(row)``: the run with the latest ``when(row)`` (ties: the
+    larger run id), so whole runs are shown, never rows of different runs side by side."""
+    rows = list(rows)
+    newest: dict[Hashable, tuple[Any, str]] = {}
+    for row in rows:
+        k, stamp = key(row), (when(row), row["run_id"])
+        if k not in newest or stamp > newest[k]:
+            newest[k] = stamp
+    return [r for r in rows if newest[key(r)][1] == r["run_id"]]
 
 
 def skipped_by_runs(settings: Settings, run_ids: Iterable[str]) -> list[str]:

@@ -18,9 +18,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from operator import itemgetter
 from typing import Any
 
 from assay.config import Settings
+from assay.report.collect import newest_run_rows
 from assay.report.context import ReportContext, signed
 from assay.report.sections import Section, empty, legend
 from assay.report.spans import error_label, highlight
@@ -46,13 +48,8 @@ def newest_runs(rows: Iterable[dict[str, Any]], key: tuple[str, ...],
     for row in rows:
         newest_version[row["dataset"]] = max(newest_version.get(row["dataset"], 0), row["version_number"])
     current = [r for r in rows if r["version_number"] == newest_version[r["dataset"]]]
-    newest: dict[tuple[Any, ...], tuple[datetime, str]] = {}
-    for row in current:
-        k = tuple(row[c] for c in key)
-        when = run_times.get(row["run_id"], EPOCH) if run_times is not None else row["created_at"]
-        if k not in newest or (when, row["run_id"]) > newest[k]:
-            newest[k] = (when, row["run_id"])
-    return [r for r in current if newest[tuple(r[c] for c in key)][1] == r["run_id"]]
+    when = (lambda r: run_times.get(r["run_id"], EPOCH)) if run_times is not None else itemgetter("created_at")
+    return newest_run_rows(current, lambda r: tuple(r[c] for c in key), when)
 
 
 def analysed_signatures(settings: Settings) -> list[str]:

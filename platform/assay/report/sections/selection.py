@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from assay.report.collect import newest_run_rows
 from assay.report.context import ReportContext
 from assay.report.sections import Section, empty
 from assay.report.svg import esc
@@ -19,13 +20,7 @@ TITLE = "Model selection with hybrid systems"
 
 def latest_selection_rows(ctx: ReportContext) -> list[dict[str, Any]]:
     """Rows of the newest ``assay select`` run of each dataset version."""
-    rows = model_selection.read(ctx.settings)
-    newest: dict[tuple[str, int], tuple[Any, str]] = {}
-    for row in rows:
-        key = (row["dataset"], row["version_number"])
-        if key not in newest or (row["created_at"], row["run_id"]) > newest[key]:
-            newest[key] = (row["created_at"], row["run_id"])
-    return [r for r in rows if newest[(r["dataset"], r["version_number"])][1] == r["run_id"]]
+    return newest_run_rows(model_selection.read(ctx.settings), lambda r: (r["dataset"], r["version_number"]))
 
 
 def _table(ctx: ReportContext, rows: list[dict[str, Any]]) -> str:
