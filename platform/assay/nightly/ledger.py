@@ -273,9 +273,11 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def history(settings: Settings, suite_name: str | None = None) -> list[dict[str, Any]]:
-    """Completed evaluations, oldest first (by ``finished_at``), with the checkpoint's name and
-    lineage, the dataset version and the suite version: what "correlation over time" draws.
+def history(settings: Settings, suite_name: str | None = None,
+            statuses: Sequence[str] = ("completed",)) -> list[dict[str, Any]]:
+    """Completed evaluations (or the rows in ``statuses``), oldest first (by ``finished_at``), with
+    the checkpoint's name and lineage, the dataset version and the suite version: what "correlation
+    over time" draws.
 
     With ``suite_name``, the rows of every version of that suite (by signature; ``suite_version``
     is its latest version with the row's signature); without, every row, named by the suite version
@@ -286,7 +288,7 @@ def history(settings: Settings, suite_name: str | None = None) -> list[dict[str,
              .join(DatasetVersion, DatasetVersion.id == SuiteEvaluation.dataset_version_id)
              .join(Dataset, Dataset.id == DatasetVersion.dataset_id)
              .outerjoin(Checkpoint, Checkpoint.digest == SuiteEvaluation.checkpoint_digest)
-             .where(SuiteEvaluation.status == "completed")
+             .where(SuiteEvaluation.status.in_(list(statuses)))
              .order_by(SuiteEvaluation.finished_at, SuiteEvaluation.id))
     if suite_name is not None:
         query = query.where(SuiteEvaluation.suite_signature.in_(_signatures_of(suite_name)))
@@ -303,7 +305,7 @@ def history(settings: Settings, suite_name: str | None = None) -> list[dict[str,
                 s_name, s_version = suite_name, named[row.suite_signature]
             lineage = dict(checkpoint.lineage or {}) if checkpoint is not None else {}
             out.append({
-                "id": row.id, "checkpoint_digest": row.checkpoint_digest,
+                "id": row.id, "status": row.status, "error": row.error, "checkpoint_digest": row.checkpoint_digest,
                 "checkpoint_name": checkpoint.name if checkpoint is not None else None,
                 "checkpoint_created_at": _iso(checkpoint.created_at) if checkpoint is not None else None,
                 "operation": lineage.get("operation"), "parent_digest": lineage.get("parent_digest"),

@@ -28,8 +28,7 @@ from typing import Any
 from sqlalchemy import select
 
 from assay.catalog.engine import session_scope
-from assay.catalog.models import Checkpoint, Dataset, DatasetVersion, SuiteEvaluation
-from assay.catalog.models import Suite as SuiteRow
+from assay.catalog.models import Checkpoint, SuiteEvaluation
 from assay.checkpoints import outbox
 from assay.config import Settings
 from assay.nightly import ledger
@@ -107,23 +106,13 @@ def nightly_status(settings: Settings, suite: Suite | None, *, suite_name: str |
 
 
 def _ledger_rows(settings: Settings, suite_name: str | None) -> list[dict[str, Any]]:
-    query = (select(SuiteEvaluation, Checkpoint.name, Dataset.name, DatasetVersion.number, SuiteRow.name,
-                    SuiteRow.version)
-             .join(SuiteRow, SuiteRow.id == SuiteEvaluation.suite_id)
-             .join(DatasetVersion, DatasetVersion.id == SuiteEvaluation.dataset_version_id)
-             .join(Dataset, Dataset.id == DatasetVersion.dataset_id)
-             .outerjoin(Checkpoint, Checkpoint.digest == SuiteEvaluation.checkpoint_digest)
-             .order_by(SuiteEvaluation.id))
-    if suite_name is not None:
-        query = query.where(SuiteEvaluation.suite_signature.in_(
-            select(SuiteRow.signature).where(SuiteRow.name == suite_name)))
+    """Every ledger row (of ``suite_name``'s versions) as a status item, with the time its age counts from."""
     out = []
-    with session_scope(settings) as session:
-        for row, name, dataset, number, s_name, s_version in session.execute(query):
-            since = row.claimed_at if row.status == "running" else (row.finished_at or row.claimed_at)
-            out.append({"status": row.status, "id": row.id, "checkpoint_name": name,
-                        "checkpoint_digest": row.checkpoint_digest, "dataset": f"{dataset}@{number}",
-                        "suite": f"{s_name}@{s_version}", "attempts": row.attempts, "flow_run_id": row.flow_run_id,
-                        "evaluate_run_id": row.evaluate_run_id, "score_run_id": row.score_run_id, "error": row.error,
-                        "summary": dict(row.summary or {}), "_since": since})
+    for row in ledger.history(settings, suite_name, statuses=ledger.STATUSES):
+        stamp = row["claimed_at"] if row["status"] == "running" else (row["finished_at"] or row["claimed_at"])
+        out.append({key: row[key] for key in ("status", "id", "checkpoint_name", "checkpoint_digest", "dataset",
+                                              "attempts", "flow_run_id", "evaluate_run_id", "score_run_id",
+                                              "error", "summary")}
+                   | {"suite": f"{row['suite_name']}@{row['suite_version']}",
+                      "_since": datetime.fromisoformat(stamp) if stamp else None})
     return out
