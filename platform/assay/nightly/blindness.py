@@ -26,16 +26,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from sqlalchemy import select
-
 from assay.catalog.dataset_versions import resolve
 from assay.catalog.engine import session_scope
-from assay.catalog.models import SuiteEvaluation
 from assay.config import DEFAULT_SEED, Settings
 from assay.errors import UsageError
 from assay.jobs.error_analysis import compare_on_errors
 from assay.mqm.sensitivity_comparison import CellComparison
-from assay.nightly.regressions import COMPLETED, Finding, headline_values
+from assay.nightly.regressions import COMPLETED, Finding, evaluated_on, headline_values
 from assay.nightly.suites import SuiteEntry
 
 __all__ = ["LEVEL", "STATISTIC", "TEST", "blindness_findings", "holm_adjusted"]
@@ -90,12 +87,8 @@ def _team_best(settings: Settings, entry: SuiteEntry, digest: str, suite_signatu
                ) -> tuple[str, str, str, str] | None:
     """(the checkpoint's signature, the best's digest and signature, the checkpoint's evaluation
     run) by the entry's headline number, or None without a baseline."""
-    with session_scope(settings) as session:
-        rows = list(session.scalars(select(SuiteEvaluation).where(
-            SuiteEvaluation.dataset_digest == entry.version.digest,
-            SuiteEvaluation.suite_signature == suite_signature,
-            SuiteEvaluation.evaluate_run_id.is_not(None)).order_by(SuiteEvaluation.finished_at, SuiteEvaluation.id)))
-        ledger = [(r.checkpoint_digest, r.status, str(r.evaluate_run_id)) for r in rows]
+    ledger = [(e.checkpoint_digest, e.status, e.evaluate_run_id)
+              for e in evaluated_on(settings, entry.version.digest, suite_signature)]
     own = next((run for d, _, run in ledger if d == digest), None)
     if own is None:
         return None

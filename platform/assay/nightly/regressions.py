@@ -71,6 +71,7 @@ __all__ = [
     "Finding",
     "SuiteCell",
     "compare_with_best",
+    "evaluated_on",
     "headline_values",
     "list_regressions",
     "record",
@@ -190,7 +191,7 @@ class _Version:
 
 
 @dataclass(frozen=True)
-class _Evaluated:
+class Evaluated:
     """A ledger row: a checkpoint evaluated on the dataset version, and its evaluation run."""
 
     checkpoint_digest: str
@@ -199,14 +200,16 @@ class _Evaluated:
     finished_at: datetime | None
 
 
-def _ledger(settings: Settings, version: _Version, suite_signature: str) -> list[_Evaluated]:
+def evaluated_on(settings: Settings, dataset_digest: str, suite_signature: str) -> list[Evaluated]:
+    """The ledger rows of a dataset version (by digest) and suite signature that name their
+    evaluation run, in the order they finished (any status: the caller picks)."""
     with session_scope(settings) as session:
         rows = session.scalars(select(SuiteEvaluation).where(
-            SuiteEvaluation.dataset_digest == version.ref.digest,
+            SuiteEvaluation.dataset_digest == dataset_digest,
             SuiteEvaluation.suite_signature == suite_signature,
             SuiteEvaluation.evaluate_run_id.is_not(None),
         ).order_by(SuiteEvaluation.finished_at, SuiteEvaluation.id))
-        return [_Evaluated(r.checkpoint_digest, r.status, str(r.evaluate_run_id), r.finished_at) for r in rows
+        return [Evaluated(r.checkpoint_digest, r.status, str(r.evaluate_run_id), r.finished_at) for r in rows
                 if _RUN_ID.fullmatch(str(r.evaluate_run_id))]
 
 
@@ -291,7 +294,7 @@ def compare_with_best(settings: Settings, *, checkpoint_digest: str, suite_signa
 def _compare_on(settings: Settings, version: _Version, level: str, statistics: set[str], digest: str,
                 suite_signature: str, *, alpha: float, n_resamples: int, seed: int, per_group: bool
                 ) -> list[Finding]:
-    ledger = _ledger(settings, version, suite_signature)
+    ledger = evaluated_on(settings, version.ref.digest, suite_signature)
     own_entry = next((e for e in ledger if e.checkpoint_digest == digest), None)
     if own_entry is None:
         raise UsageError(f"checkpoint {digest[:12]} has no evaluation of {version.label} under suite signature "
@@ -303,7 +306,7 @@ def _compare_on(settings: Settings, version: _Version, level: str, statistics: s
     baselines = [e for e in ledger if e.checkpoint_digest != digest and e.status == COMPLETED]
     candidates = [(e, _of_checkpoint(_correlation_rows(settings, version.ref.name, e.evaluate_run_id, level),
                                      e.checkpoint_digest)) for e in baselines]
-    best: dict[CellKey, tuple[_Evaluated, dict[str, Any]]] = {}
+    best: dict[CellKey, tuple[Evaluated, dict[str, Any]]] = {}
     for key in _compared_keys(own_rows, statistics, per_group):
         found = [(e, rows[key]) for e, rows in candidates if key in rows and rows[key]["value"] is not None
                  and rows[key]["item_set"] == own_rows[key]["item_set"]]
@@ -328,8 +331,8 @@ def _compare_on(settings: Settings, version: _Version, level: str, statistics: s
     return findings
 
 
-def _paired_comparison(settings: Settings, version: _Version, level: str, own: _Evaluated,
-                       own_rows: dict[CellKey, dict[str, Any]], best: dict[CellKey, tuple[_Evaluated, dict[str, Any]]],
+def _paired_comparison(settings: Settings, version: _Version, level: str, own: Evaluated,
+                       own_rows: dict[CellKey, dict[str, Any]], best: dict[CellKey, tuple[Evaluated, dict[str, Any]]],
                        n_resamples: int, seed: int) -> _Stored:
     """The checkpoint's signature beside its baselines', tested from their stored segment scores
     (same protocol and excluded groups as its own run; nothing is evaluated again or recorded)."""
@@ -357,7 +360,7 @@ class _Stored:
     p_values: dict[tuple[str, str, str, str, str], tuple[float, str]]
 
 
-def _finding(version: _Version, level: str, key: CellKey, digest: str, signature: str, baseline: _Evaluated,
+def _finding(version: _Version, level: str, key: CellKey, digest: str, signature: str, baseline: Evaluated,
              baseline_signature: str, run_id: str, stored: _Stored, alpha: float) -> Finding | None:
     """The comparison of one cell from the stored rows of ``run_id``; None when either value or
     the pair's test is undefined there."""
