@@ -133,7 +133,7 @@ def _list(as_json: bool) -> None:
         click.echo(f"{pool['pool']}  ({pool['type']}, {pool['status']}{paused}, limit {limit}, "
                    f"{pool['running']} running)")
         if not pool["workers"]:
-            click.echo("  no worker has polled it: start one with `prefect worker start --pool "
+            click.echo("  no worker has polled it: start one with `assay workers start --pool "
                        f"{pool['pool']}`")
         for worker in pool["workers"]:
             age = worker["last_heartbeat_age_s"]

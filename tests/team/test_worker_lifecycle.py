@@ -8,10 +8,16 @@ and real flow runs on it: a flow that sleeps, deployed from a temporary folder w
 ``flow.from_source``. The worker first completes one short run: a plain ``prefect worker start``
 that has run flows did not exit after its first SIGTERM on this machine (13 minutes in the issue's
 walk-through, until a second SIGTERM); the wrapper bounds the stop. Each order gets its own server.
+
+A third case is the server that stops answering without closing its port (frozen, or its host gone
+from the network): a plain ``prefect worker start`` sent SIGTERM then took 30.3 s to exit here
+(twice; 28.0 s when the server had frozen 10 s earlier), over the bound; the wrapper forces it out
+after its ``--stop-timeout`` (20 s).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -99,6 +105,13 @@ def _sigterm_and_time(process: subprocess.Popen[Any]) -> float:
     return time.monotonic() - started
 
 
+def _kill_flow_run(run_id: str) -> None:
+    """The interrupted flow run's process outlives its worker by Prefect's design: end it here."""
+    for pid in flow_run_pids(run_id):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
 def _flow_run_state(env: dict[str, str], run_id: str) -> str:
     code = ("import sys\nfrom prefect.client.orchestration import get_client\n"
             "with get_client(sync_client=True) as c:\n print(c.read_flow_run(sys.argv[1]).state.name)\n")
@@ -130,6 +143,7 @@ def test_workers_first_then_the_server(tmp_path: Path) -> None:
         assert _flow_run_state(env, run_id) == "Running"
     finally:
         worker.stop()
+        _kill_flow_run(run_id)
         started = time.monotonic()
         server.stop()
         print(f"workers first: server stopped in {time.monotonic() - started:.1f} s")
@@ -138,7 +152,7 @@ def test_workers_first_then_the_server(tmp_path: Path) -> None:
 
 def test_the_server_first_then_the_workers(tmp_path: Path) -> None:
     require_postgres()
-    server, _, worker, _run_id = _setup(tmp_path)
+    server, _, worker, run_id = _setup(tmp_path)
     try:
         started = time.monotonic()
         server.stop()
@@ -150,4 +164,26 @@ def test_the_server_first_then_the_workers(tmp_path: Path) -> None:
         assert took <= STOP_BOUND_S
     finally:
         worker.stop()
+        _kill_flow_run(run_id)
+        server.stop()
+
+
+def test_a_server_that_stops_answering_does_not_hold_the_worker(tmp_path: Path) -> None:
+    """The server's processes are frozen (SIGSTOP): its port still accepts connections, nothing
+    answers. The worker's graceful stop waits on the server; the wrapper forces it out."""
+    require_postgres()
+    server, _, worker, run_id = _setup(tmp_path)
+    try:
+        os.killpg(server.process.pid, signal.SIGSTOP)
+        assert worker.process is not None
+        took = _sigterm_and_time(worker.process)
+        print(f"frozen server: worker exited {took:.1f} s after SIGTERM")
+        assert took <= STOP_BOUND_S
+        # the graceful stop did not finish within --stop-timeout: the forced stop ended it
+        assert "did not stop within 20 s; forcing it" in worker.log_path.read_text(encoding="utf-8")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.process.pid, signal.SIGCONT)
+        worker.stop()
+        _kill_flow_run(run_id)
         server.stop()
