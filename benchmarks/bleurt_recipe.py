@@ -45,6 +45,7 @@ def _args() -> argparse.Namespace:
     p.add_argument("--pretrain-lr", type=float)
     p.add_argument("--finetune-lr", type=float)
     p.add_argument("--batch-size", type=int)
+    p.add_argument("--pooling", default="cls", help="what the heads read: cls (the paper's) or mean")
     p.add_argument("--device", default="auto")
     p.add_argument("--seed", type=int, default=12345)
     p.add_argument("--alphas", default="0,1.5,3", help="quality-drift skews ('' to skip the drift experiment)")
@@ -66,7 +67,7 @@ def _ingest(settings: Any, data_dir: Path) -> dict[str, Any]:
     out = {}
     for name, folder in (("wmt16", "wmt16-da-seg"), ("wmt17", "wmt17-da"), ("wmt18", "wmt18-da")):
         result = ingest_path(data_dir / folder, settings=settings)
-        out[name] = {"version": f"{result.name}@{result.number}", "digest": result.digest}
+        out[name] = {"version": result.version.label, "digest": result.version.digest}
     return out
 
 
@@ -129,7 +130,7 @@ def main() -> int:
             config["batch_size"] = args.batch_size
         return config
 
-    base = BleurtRecipe(seed=args.seed, n_pairs=args.pairs, synthetic=args.synthetic)
+    base = BleurtRecipe(seed=args.seed, n_pairs=args.pairs, synthetic=args.synthetic, pooling=args.pooling)
     base = base.with_overrides(pretrain=stage_config(args.pretrain_epochs, args.pretrain_lr),
                                finetune=stage_config(args.finetune_epochs, args.finetune_lr))
     report["recipe"] = base.as_dict()

@@ -116,6 +116,7 @@ def run_recipe_command(data: tuple[str, ...], init: str | None, name: str | None
     recipe_options = {k: (list(v) or None) if isinstance(v, tuple) else v for k, v in recipe_options.items()}
     general = {k: v for k, v in options.items() if v not in (None, False)}
     shared = {k: general.pop(k) for k in ("seed", "device", "batch_size") if k in general}
+    pooling = general.pop("head_input", None)  # the recipe's pooling: every stage's heads read it
     if general:
         raise UsageError(f"--{', --'.join(k.replace('_', '-') for k in general)} apply to one --stage; the recipe "
                          "takes --pretrain-steps/--pretrain-epochs and --finetune-steps/--finetune-epochs")
@@ -124,7 +125,7 @@ def run_recipe_command(data: tuple[str, ...], init: str | None, name: str | None
     stage_shared = {k: v for k, v in shared.items() if k != "seed"}
     recipe = BleurtRecipe().with_overrides(
         **recipe_options, finetune_data=list(data) or None, init=init, name=name, seed=shared.get("seed"),
-        signals=list(signals) or None, pretraining=False if no_pretraining else None,
+        signals=list(signals) or None, pretraining=False if no_pretraining else None, pooling=pooling,
         pretrain={**pretrain, **stage_shared}, finetune={**finetune, **stage_shared},
         webnlg_finetune={**finetune, **stage_shared})
     for stage in ("pretrain", "finetune"):

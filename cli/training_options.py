@@ -33,7 +33,8 @@ def config_from_options(options: dict[str, Any]) -> dict[str, Any]:
     mapping = {"batch_size": "batch_size", "lr": "learning_rate", "warmup": "warmup_ratio",
                "weight_decay": "weight_decay", "eval_every": "eval_every", "save_every": "save_every",
                "patience": "patience", "seed": "seed", "validation_fraction": "validation_fraction",
-               "device": "device", "max_length": "max_length", "clip": "max_grad_norm"}
+               "device": "device", "max_length": "max_length", "clip": "max_grad_norm",
+               "head_input": "head_input"}
     for option, field in mapping.items():
         if options.get(option) is not None:
             config[field] = options[option]
@@ -68,6 +69,8 @@ def training_options(function: Any) -> Any:
         click.option("--no-length-grouping", is_flag=True, help="Random batches instead of length-grouped ones."),
         click.option("--max-length", type=int, help="Token budget per pair (default: the checkpoint's)."),
         click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), help="Where to train (default auto)."),
+        click.option("--head-input", type=click.Choice(["cls", "mean", "pooler"]),
+                     help="What the heads of a new checkpoint read (default cls; an --init checkpoint keeps its own)."),
     ]
     for option in reversed(options):
         function = option(function)

@@ -120,7 +120,9 @@ def test_recipe_synthesizes_pretrains_and_finetunes_without_touching_the_evaluat
 
     out = json.loads(_ok(runner, [
         "train", "--recipe", "bleurt", "--synthetic", synth["label"], "--init", str(tiny_minilm_vocab_encoder),
-        "--pretrain-steps", "3", "--finetune-steps", "3", "--batch-size", "8", "--name", "toy", "--json"]))
+        "--pretrain-steps", "3", "--finetune-steps", "3", "--batch-size", "8", "--name", "toy", "--head-input", "mean",
+        "--json"]))
+    assert out["recipe"]["pooling"] == "mean"
     assert list(out["stages"]) == ["pretrain", "finetune"]
     assert out["checkpoint"] == "toy-finetune-s12345"
     info = json.loads(_ok(runner, ["checkpoints", "show", "toy-finetune-s12345", "--json"]))
@@ -131,6 +133,18 @@ def test_recipe_synthesizes_pretrains_and_finetunes_without_touching_the_evaluat
     assert pre["lineage"]["datasets"][0]["label"] == "synth-wmt16-wmt18@1"
     assert {"bleu", "chrf", "bertscore_f", "backtrans_flag"} <= {h["name"] for h in pre["heads"]}
     assert "wmt17" in pre["lineage"]["excluded"]
+    # the recipe's pooling reaches both stages' heads (the pre-trained checkpoint is made with it)
+    assert pre["lineage"]["hyperparameters"]["head_input"] == info["lineage"]["hyperparameters"]["head_input"] == "mean"
+
+
+def test_recipe_pooling_is_validated() -> None:
+    from assay.errors import UsageError
+    from assay.training.recipes import BleurtRecipe
+
+    assert BleurtRecipe().stage_config("finetune")["head_input"] == "cls"  # the paper's v[CLS] by default
+    assert BleurtRecipe.from_dict({"pooling": "mean"}).stage_config("pretrain")["head_input"] == "mean"
+    with pytest.raises(UsageError, match="pooling 'max'; expected one of cls, pooler, mean"):
+        BleurtRecipe.from_dict({"pooling": "max"})
 
 
 def test_data_parallel_finetuning_under_torchrun_registers_like_one_process(

@@ -40,9 +40,11 @@ A checkpoint is a folder::
     }
 
 * ``head.input`` is ``"cls"`` (the last layer's hidden state at the [CLS] position, as in §3 of the
-  paper) or ``"pooler"`` (BERT's pooled output ``tanh(W_p v[CLS] + b_p)``, which is what the
-  reference TensorFlow implementation, google-research/bleurt ``model.py``, feeds to its dense
-  layer). Checkpoints made here use ``"cls"``.
+  paper), ``"mean"`` (the last layer averaged over the tokens the attention mask keeps: the pooling
+  sentence-transformers trained all-MiniLM-L6-v2 with, Reimers & Gurevych, 2019) or ``"pooler"``
+  (BERT's pooled output ``tanh(W_p v[CLS] + b_p)``, which is what the reference TensorFlow
+  implementation, google-research/bleurt ``model.py``, feeds to its dense layer). New checkpoints
+  use ``"cls"`` unless training is told otherwise (``TrainConfig.head_input``).
 * ``normalisation`` undoes the standardisation of the ratings the head was trained on
   (appendix A.2): the score is ``mean + std * ŷ``; ``{"type": "none"}`` returns ``ŷ`` unchanged.
 * ``lineage`` says how the checkpoint was made: ``operation`` (``create_from_encoder``, or e.g.
@@ -90,8 +92,9 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, 
 
 import assay
 from assay.atomic import atomic_path
-from assay.errors import InputError, NotFoundError
+from assay.errors import InputError, NotFoundError, UsageError
 from assay.metrics.signature import package_version
+from assay.training.config import HEAD_INPUTS
 from assay.workers.device import DeviceLike, pick_device
 from assay.workers.encoder import DEFAULT_MODEL_NAME, default_model_path, model_digest
 
@@ -102,7 +105,6 @@ WEIGHTS_FILE = "model.safetensors"
 ENCODER_PREFIX = "encoder."
 HEAD_PREFIX = "head."
 SIGNAL_PREFIX = "signal_heads."
-HEAD_INPUTS = ("cls", "pooler")
 SIGNAL_KINDS = ("regression", "classification")
 _SIGNAL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
 #: names a ModuleDict cannot hold (its own attributes: "keys", "update", "training", ...)
@@ -168,8 +170,12 @@ class LearnedMetricModel(nn.Module):
     def features(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
     ) -> torch.Tensor:
-        """The vector the head reads: ``v[CLS]`` of the last layer (or the pooled output)."""
+        """The vector the head reads: ``v[CLS]`` of the last layer, the pooled output, or the mean of
+        the last layer over the tokens the attention mask keeps (padding excluded)."""
         out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+        if self.head_input == "mean":
+            mask = attention_mask.unsqueeze(-1).to(out.last_hidden_state.dtype)
+            return (out.last_hidden_state * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
         if self.head_input == "pooler":
             pooled = getattr(out, "pooler_output", None)
             if pooled is None:
@@ -546,6 +552,7 @@ def create_from_encoder(
     out_dim: int = 1,
     normalisation: Mapping[str, Any] | None = None,
     overwrite: bool = False,
+    head_input: str = "cls",
 ) -> Path:
     """A new checkpoint: the pretrained encoder ``base`` plus an untrained linear head.
 
@@ -554,7 +561,8 @@ def create_from_encoder(
     (:func:`assay.workers.encoder.default_model_path`). The head is the linear layer of Sellam et
     al. (2020, §3) on the [CLS] vector, initialised as BERT initialises its classifiers: weights
     ``N(0, initializer_range²)`` (0.02 for BERT), bias 0, drawn from a ``torch.Generator`` seeded
-    with ``seed`` (the global RNG is untouched). ``max_length`` defaults to
+    with ``seed`` (the global RNG is untouched). ``head_input`` is what the head reads (one of
+    :data:`HEAD_INPUTS`; the paper's is ``cls``). ``max_length`` defaults to
     min(512, the encoder's position embeddings). ``base_encoder`` in the JSON records the name,
     the source and, for a local folder, ``weights_digest``
     (:func:`assay.workers.encoder.model_digest`).
@@ -562,6 +570,8 @@ def create_from_encoder(
     Until it is fine-tuned (§3, and the pre-training of §4) the head's scores are arbitrary: such a
     checkpoint is the starting point of training, not a metric.
     """
+    if head_input not in HEAD_INPUTS:
+        raise UsageError(f"head input must be one of {', '.join(HEAD_INPUTS)}, not {head_input!r}")
     if base is None:
         base = default_model_path()
     local = Path(base).expanduser()
@@ -603,6 +613,7 @@ def create_from_encoder(
         lineage={"operation": "create_from_encoder", "parent_digest": None, "seed": int(seed),
                  "head_init": f"normal(0,{std}) weight, zero bias"},
         overwrite=overwrite,
+        head_input=head_input,
     )
 
 

@@ -182,6 +182,30 @@ def test_early_stopping_keeps_the_best_step(tiny_encoder: Path, tmp_path: Path, 
     assert result.steps == result.curve[-1]["step"]
 
 
+def test_mean_pooling_from_an_encoder_is_kept_by_its_checkpoints(
+    tiny_encoder: Path, tmp_path: Path, rows: list[dict[str, Any]],
+) -> None:
+    """TrainConfig.head_input = "mean" makes the new checkpoint's heads read the mean of the last layer
+    (recorded in the format and the hyper-parameters); a later stage from that checkpoint keeps it, and
+    asking it for another input is refused before anything is written."""
+    first = train(rows, init=tiny_encoder, out=tmp_path / "mean", objectives=RATING, primary="rating",
+                  config=_config(max_steps=4, eval_every=2, save_every=2, head_input="mean"),
+                  work_dir=tmp_path / "work-mean", lineage=LINEAGE)
+    config = read_config(first.checkpoint)
+    assert config.head["input"] == "mean"
+    assert config.lineage["hyperparameters"]["head_input"] == "mean"
+    assert BleurtScorer(first.checkpoint, device="cpu").model.head_input == "mean"
+    again = train(rows, init=first.checkpoint, out=tmp_path / "again", objectives=RATING, primary="rating",
+                  config=_config(max_steps=2, eval_every=2, save_every=2), work_dir=tmp_path / "work-again")
+    assert read_config(again.checkpoint).head["input"] == "mean"
+    with pytest.raises(UsageError, match="head_input is 'cls', but the init checkpoint .* reads 'mean'"):
+        train(rows, init=first.checkpoint, out=tmp_path / "refused", objectives=RATING, primary="rating",
+              config=_config(max_steps=2, head_input="cls"), work_dir=tmp_path / "work-refused")
+    assert not (tmp_path / "refused").exists() and not (tmp_path / "work-refused" / "run.json").exists()
+    with pytest.raises(UsageError, match="head_input is 'max'; expected one of cls, pooler, mean"):
+        _config(head_input="max")
+
+
 def _tensors(folder: Path) -> dict[str, torch.Tensor]:
     return load_file(str(folder / WEIGHTS_FILE))
 

@@ -199,6 +199,26 @@ def test_pooler_head_input_round_trips(tmp_path: Path) -> None:
     assert scorer.score(["the cat"], ["a dog"])[0] == pytest.approx(float(expected), abs=1e-6)
 
 
+def test_mean_head_input_averages_the_real_tokens(tmp_path: Path) -> None:
+    """head.input = "mean" reads the last layer averaged over the pair's own tokens (the pooling
+    all-MiniLM-L6-v2 was trained with); the oracle is the mean over one unpadded sequence, and a
+    batch with a longer pair (padding) must give the same score."""
+    encoder = _tiny_encoder(seed=2)
+    head = torch.nn.Linear(32, 1)
+    folder = save_checkpoint(tmp_path / "mean", encoder, _tiny_tokenizer(), head,
+                             base_encoder={"name": "tiny-random-bert", "source": "BertConfig"},
+                             max_length=16, head_input="mean")
+    assert json.loads((folder / "assay_checkpoint.json").read_text())["head"]["input"] == "mean"
+    scorer = BleurtScorer(folder, device="cpu")
+    enc = _tiny_tokenizer()("the cat", "a dog", return_tensors="pt")
+    with torch.inference_mode():
+        expected = head(encoder(**enc).last_hidden_state.mean(dim=1))[0, 0]
+    alone = scorer.score(["the cat"], ["a dog"])[0]
+    assert alone == pytest.approx(float(expected), abs=1e-6)
+    padded = scorer.score(["the cat", "the cat sat on a mat"], ["a dog", "a dog ran and sat"])
+    assert padded[0] == pytest.approx(alone, abs=1e-5)
+
+
 # ---------------------------------------------------------------------------------------------
 # scoring real pairs with the MiniLM checkpoint
 # ---------------------------------------------------------------------------------------------

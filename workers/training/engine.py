@@ -521,15 +521,21 @@ def train(
         init_folder = Path(init).expanduser().resolve()  # type: ignore[arg-type]
     else:
         # named by what it is made from, so a resumed run finds the same one
-        key = hashlib.sha256(f"{init}\0{config.seed}".encode()).hexdigest()[:12]
+        head_input = config.head_input or "cls"
+        made_from = f"{init}\0{config.seed}" + ("" if head_input == "cls" else f"\0{head_input}")
+        key = hashlib.sha256(made_from.encode()).hexdigest()[:12]
         init_folder = work_dir / f"init-{key}"
         with state.main_process_first():
             if not init_folder.is_dir():
                 work_dir.mkdir(parents=True, exist_ok=True)
-                create_from_encoder(init, init_folder, seed=config.seed)
+                create_from_encoder(init, init_folder, seed=config.seed, head_input=head_input)
     # strict load: refuses damaged or mismatched folders; it hashes the init folder, once
     scorer = BleurtScorer(init_folder, device="cpu")
     parent_digest: str | None = scorer.digest if init_is_checkpoint else None
+    if config.head_input is not None and scorer.model.head_input != config.head_input:
+        raise UsageError(f"TrainConfig.head_input is {config.head_input!r}, but the init checkpoint {init_folder} "
+                         f"reads {scorer.model.head_input!r}: a checkpoint keeps what its heads read (leave "
+                         "head_input unset, or start from an encoder)")
     positions = int(scorer.config.encoder_config.get("max_position_embeddings", 0) or 0)
     if config.max_length is not None:
         if positions and config.max_length > positions:

@@ -148,8 +148,8 @@ def prepare_model(scorer: BleurtScorer, objectives: Sequence[Objective], config:
     if RATING not in {o.name for o in objectives}:
         metric.head.requires_grad_(False)  # pre-training leaves the rating head as it was
     pooler = getattr(encoder, "pooler", None)
-    if metric.head_input == "cls" and isinstance(pooler, nn.Module):
-        pooler.requires_grad_(False)  # unused: the heads read v[CLS]
+    if metric.head_input != "pooler" and isinstance(pooler, nn.Module):
+        pooler.requires_grad_(False)  # unused: the heads read v[CLS] or the mean
     if config.freeze_embeddings:
         embeddings = getattr(encoder, "embeddings", None)
         if not isinstance(embeddings, nn.Module):

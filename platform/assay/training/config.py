@@ -16,7 +16,10 @@ from typing import Any
 
 from assay.errors import UsageError
 
-__all__ = ["TrainConfig"]
+__all__ = ["HEAD_INPUTS", "TrainConfig"]
+
+#: what a rating head may read (the checkpoint format's ``head.input``)
+HEAD_INPUTS = ("cls", "pooler", "mean")
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,11 @@ class TrainConfig:
     """'auto' (CUDA when available), 'cpu' or 'cuda'; under torchrun each process uses its LOCAL_RANK GPU"""
     bf16: bool | None = None
     """bf16 autocast (None: on CUDA only; never on the CPU)"""
+    head_input: str | None = None
+    """what the heads read when training starts from an encoder rather than a checkpoint: 'cls' (the
+    paper's v[CLS], §3), 'mean' (the last layer averaged over the real tokens, as sentence-transformers
+    trained all-MiniLM-L6-v2) or 'pooler' (None: 'cls'); a checkpoint init keeps its own, and naming
+    another is refused"""
     head_init_std: float | None = None
     """std of new heads' weights (None: the encoder's initializer_range, 0.02 for BERT)"""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -107,6 +115,8 @@ class TrainConfig:
             raise UsageError(f"TrainConfig.max_length is {self.max_length}; expected >= 4")
         if self.device.strip().lower() not in ("auto", "cpu", "cuda"):
             raise UsageError(f"TrainConfig.device is {self.device!r}; expected 'auto', 'cpu' or 'cuda'")
+        if self.head_input is not None and self.head_input not in HEAD_INPUTS:
+            raise UsageError(f"TrainConfig.head_input is {self.head_input!r}; expected one of {', '.join(HEAD_INPUTS)}")
         stages = [tuple(stage) for stage in self.unfreeze]
         if stages:
             steps = [s for s, _ in stages]

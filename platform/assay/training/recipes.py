@@ -20,6 +20,7 @@ from typing import Any
 from assay.config import DEFAULT_SEED
 from assay.errors import UsageError
 from assay.synthetic.spec import PerturbationSpec, SignalSpec, SynthesisSpec
+from assay.training.config import HEAD_INPUTS
 from assay.training.plan import check_not_excluded
 
 #: offline signals of Table 1 (no translation or NLI model needed) plus chrF
@@ -60,6 +61,9 @@ class BleurtRecipe:
     webnlg_aspect: str = "semantics"
     init: str | None = None
     """the encoder to start from (default: the embedded all-MiniLM-L6-v2)"""
+    pooling: str = "cls"
+    """what the heads read (TrainConfig.head_input): 'cls' (the paper's v[CLS], §3) or 'mean' (the last
+    layer averaged over the real tokens, the pooling all-MiniLM-L6-v2 was trained with)"""
     seed: int = DEFAULT_SEED
     name: str = "bleurt"
     """prefix of the checkpoints' names"""
@@ -76,6 +80,8 @@ class BleurtRecipe:
             check_not_excluded([self.webnlg], self.evaluate_on, "WebNLG fine-tuning")
         if not self.finetune_data:
             raise UsageError("the recipe fine-tunes on rated data: give --finetune-data")
+        if self.pooling not in HEAD_INPUTS:
+            raise UsageError(f"recipe: pooling {self.pooling!r}; expected one of {', '.join(HEAD_INPUTS)}")
         return self
 
     def synthesis_spec(self) -> SynthesisSpec:
@@ -92,7 +98,7 @@ class BleurtRecipe:
 
     def stage_config(self, stage: str) -> dict[str, Any]:
         base = {"pretrain": self.pretrain, "finetune": self.finetune, "webnlg": self.webnlg_finetune}[stage]
-        return {"seed": self.seed, **base}
+        return {"seed": self.seed, "head_input": self.pooling, **base}
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
