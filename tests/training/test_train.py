@@ -198,7 +198,7 @@ def test_mean_pooling_from_an_encoder_is_kept_by_its_checkpoints(
     again = train(rows, init=first.checkpoint, out=tmp_path / "again", objectives=RATING, primary="rating",
                   config=_config(max_steps=2, eval_every=2, save_every=2), work_dir=tmp_path / "work-again")
     assert read_config(again.checkpoint).head["input"] == "mean"
-    with pytest.raises(UsageError, match="head_input is 'cls', but the init checkpoint .* reads 'mean'"):
+    with pytest.raises(UsageError, match=r"head_input is .cls., but the init checkpoint .* reads .mean."):
         train(rows, init=first.checkpoint, out=tmp_path / "refused", objectives=RATING, primary="rating",
               config=_config(max_steps=2, head_input="cls"), work_dir=tmp_path / "work-refused")
     assert not (tmp_path / "refused").exists() and not (tmp_path / "work-refused" / "run.json").exists()

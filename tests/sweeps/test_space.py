@@ -1,0 +1,107 @@
+"""Search-space files for ``assay sweep``: what a valid file gives, and one clear error (file, line,
+what was expected) for each mistake the issue names: an unknown parameter, an empty range, a wrong
+type; and the named differences that refuse a resumed sweep with a changed space."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from assay.errors import InputError
+from assay.sweeps.space import changes, load_space
+
+GOOD = """\
+[trial]
+stage = "finetune"
+data = ["wmt16"]
+exclude = ["wmt17"]
+
+[trial.config]
+epochs = 2
+eval_every = 20
+
+[params.learning_rate]
+low = 1e-5
+high = 1e-4
+log = true
+
+[params.head_input]
+choices = ["cls", "mean"]
+
+[pruner]
+kind = "median"
+startup_trials = 1
+"""
+
+
+def _write(tmp_path: Path, text: str, name: str = "space.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_valid_toml_space(tmp_path: Path) -> None:
+    space = load_space(_write(tmp_path, GOOD))
+    assert space.stage == "finetune" and space.data == ("wmt16",) and space.exclude == ("wmt17",)
+    [lr, pooling] = space.params
+    assert (lr.kind, lr.low, lr.high, lr.log) == ("float", 1e-5, 1e-4, True)
+    assert (pooling.kind, pooling.choices) == ("categorical", ("cls", "mean"))
+    assert (space.pruner, space.startup_trials, space.warmup_evaluations) == ("median", 1, 1)
+    assert space.trial_config({"learning_rate": 3e-5}) == {"epochs": 2, "eval_every": 20, "learning_rate": 3e-5}
+    # the digest is the search, not the file's place or layout
+    moved = load_space(_write(tmp_path, "\n\n" + GOOD, "elsewhere.toml"))
+    assert moved.digest == space.digest
+
+
+def test_the_same_space_in_yaml(tmp_path: Path) -> None:
+    yaml_text = """\
+trial:
+  stage: finetune
+  data: [wmt16]
+  exclude: [wmt17]
+  config: {epochs: 2, eval_every: 20}
+params:
+  learning_rate: {low: 1.0e-5, high: 1.0e-4, log: true}
+  head_input: {choices: [cls, mean]}
+pruner: {kind: median, startup_trials: 1}
+"""
+    assert load_space(_write(tmp_path, yaml_text, "space.yaml")).digest == load_space(_write(tmp_path, GOOD)).digest
+
+
+@pytest.mark.parametrize(("old", "new", "line", "message"), [
+    ("[params.head_input]", "[params.pooling_kind]", 15, "unknown parameter 'pooling_kind'"),
+    ("high = 1e-4", "high = 1e-6", 12, "the range of 'learning_rate' is empty: low 1e-05 >= high 1e-06"),
+    ("low = 1e-5", 'low = "small"', 11, "'params.learning_rate.low' is 'small' (expected a finite float)"),
+    ('choices = ["cls", "mean"]', 'choices = ["cls", "max"]', 16, "holds 'max' (expected one of cls, pooler, mean)"),
+    ('choices = ["cls", "mean"]', "choices = []", 16, "'params.head_input.choices' is empty"),
+    ("epochs = 2", "epochs = -2", 7, "the trainer refuses"),
+    ("eval_every = 20", "eval_evry = 20", 8, "unknown key 'trial.config.eval_evry'"),
+    ('data = ["wmt16"]', "data = []", 3, "key 'trial.data' is []"),
+    ('kind = "median"', 'kind = "hyperband"', 19, "key 'pruner.kind' is 'hyperband'"),
+    ("low = 1e-5\n", "low = 1e-5\nstep = 1e-6\n", 12, "'params.learning_rate.step'"),
+])
+def test_each_mistake_is_one_error_naming_the_file_and_line(
+        tmp_path: Path, old: str, new: str, line: int, message: str) -> None:
+    assert old in GOOD
+    path = _write(tmp_path, GOOD.replace(old, new, 1))
+    with pytest.raises(InputError) as caught:
+        load_space(path)
+    assert str(caught.value).startswith(f"{path}:{line}: "), str(caught.value)
+    assert message in str(caught.value)
+
+
+def test_not_toml_and_not_a_known_format(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"space.toml:2: not valid TOML"):
+        load_space(_write(tmp_path, "[trial]\nstage = \n"))
+    with pytest.raises(InputError, match=r"space.json: unknown search-space format '.json'"):
+        load_space(_write(tmp_path, "{}", "space.json"))
+
+
+def test_changes_name_what_differs(tmp_path: Path) -> None:
+    old = load_space(_write(tmp_path, GOOD)).canonical()
+    new = load_space(_write(tmp_path, GOOD.replace("high = 1e-4", "high = 1e-3").replace(
+        '["cls", "mean"]', '["cls"]'))).canonical()
+    assert changes(old, new) == ['params.head_input.choices: ["cls", "mean"] -> ["cls"]',
+                                 "params.learning_rate.high: 0.0001 -> 0.001"]
+    assert changes(old, old) == []
