@@ -1,1 +1,2 @@
-"""Hyper-parameter sweeps: search spaces (:mod:`.space`) and the Optuna study in the catalog's database (:mod:`.storage`)."""
+"""Hyper-parameter sweeps: search spaces (:mod:`.space`) and the Optuna study in the catalog's
+database (:mod:`.storage`)."""

@@ -113,7 +113,7 @@ class SearchSpace:
         return config
 
 
-def changes(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "") -> list[str]:
+def changes(old: Any, new: Any, prefix: str = "") -> list[str]:
     """What differs between two canonical spaces, one ``key: old -> new`` line each."""
     out = []
     if isinstance(old, Mapping) and isinstance(new, Mapping):
@@ -157,7 +157,7 @@ def load_space(path: str | Path) -> SearchSpace:
     if aspect is not None and not isinstance(aspect, str):
         raise where.error("trial", "aspect", "key 'trial.aspect' is not a string", "an aspect name")
     config = _table(trial, "config", where, parent="trial")
-    for key, value in config.items():
+    for key in config:
         if key not in TrainConfig.__dataclass_fields__:
             raise where.error("trial.config", key, f"unknown key 'trial.config.{key}'", "a TrainConfig field")
     params_table = _table(data, "params", where, required=True)
@@ -171,7 +171,8 @@ def load_space(path: str | Path) -> SearchSpace:
     pruner = _table(data, "pruner", where)
     bad = sorted(set(pruner) - _PRUNER_KEYS)
     if bad:
-        raise where.error("pruner", bad[0], f"unknown key 'pruner.{bad[0]}'", f"one of {', '.join(sorted(_PRUNER_KEYS))}")
+        raise where.error("pruner", bad[0], f"unknown key 'pruner.{bad[0]}'",
+                          f"one of {', '.join(sorted(_PRUNER_KEYS))}")
     kind = pruner.get("kind", "median")
     if kind not in PRUNERS:
         raise where.error("pruner", "kind", f"key 'pruner.kind' is {kind!r}", "'median' or 'none'")
