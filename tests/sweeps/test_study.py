@@ -1,0 +1,98 @@
+"""The sweep's Optuna study beside the catalog (SQLite file; PostgreSQL schema ``optuna``), the
+refusal of a resumed sweep whose space changed (naming what changed, storing nothing), and the
+settling of trials a killed sweep left Running (failed, then queued again or skipped by policy)."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from assay.config import load_settings
+from assay.errors import NotFoundError, UsageError
+from assay.sweeps.space import SearchSpace, load_space
+from assay.sweeps.storage import SQLITE_FILE, close_storages
+from assay.workers.sweep import load_study, open_study, settle_killed_trials, suggest, sweep_summary
+from tests.team_server import _database_url, create_database, drop_database, require_postgres
+
+SPACE = """\
+[trial]
+data = ["wmt16"]
+[trial.config]
+max_steps = 4
+[params.learning_rate]
+low = 1e-5
+high = 1e-4
+log = true
+[params.head_input]
+choices = ["cls", "mean"]
+"""
+
+
+def _space(tmp_path: Path, text_: str = SPACE) -> SearchSpace:
+    path = tmp_path / "space.toml"
+    path.write_text(text_, encoding="utf-8")
+    return load_space(path)
+
+
+def _check_study_life(tmp_path: Path) -> None:
+    settings = load_settings()
+    space = _space(tmp_path)
+    study = open_study(settings, "lr", space, resume=False, seed=1)
+    assert study.user_attrs["space_digest"] == space.digest
+    with pytest.raises(UsageError, match=r"sweep 'lr' already exists .*`--resume` continues it"):
+        open_study(settings, "lr", space, resume=False, seed=1)
+    with pytest.raises(NotFoundError, match="no sweep named 'other' to resume"):
+        open_study(settings, "other", space, resume=True, seed=1)
+    changed = _space(tmp_path, SPACE.replace("high = 1e-4", "high = 1e-3"))
+    with pytest.raises(UsageError, match=r"changed: params.learning_rate.high: 0.0001 -> 0.001"):
+        open_study(settings, "lr", changed, resume=True, seed=1)
+    assert load_study(settings, "lr").user_attrs["space_digest"] == space.digest
+
+    # a sweep killed mid-trial leaves it Running: resuming marks it failed and queues its values again
+    killed = study.ask()
+    killed.suggest_float("learning_rate", 1e-5, 1e-4, log=True)
+    killed.suggest_categorical("head_input", ["cls", "mean"])
+    resumed = open_study(settings, "lr", space, resume=True, seed=1)
+    assert settle_killed_trials(resumed, "retry") == [killed.number]
+    trials = sweep_summary(resumed)["trials"]
+    assert [(t["state"], t["retry_of"]) for t in trials] == [("FAIL", None), ("WAITING", killed.number)]
+    assert trials[0]["failure"].startswith("killed")
+    again = resumed.ask()  # the queued retry comes first: sampling it gives the killed trial's values
+    assert {p.name: suggest(again, p) for p in space.params} == killed.params
+    assert settle_killed_trials(resumed, "skip") == [again.number]
+    assert [t["state"] for t in sweep_summary(resumed)["trials"]] == ["FAIL", "FAIL"]  # skipped: nothing queued
+    close_storages()
+
+
+def test_the_study_beside_a_sqlite_catalog(tmp_path: Path) -> None:
+    _check_study_life(tmp_path)
+    settings = load_settings()
+    assert (settings.catalog_file.parent / SQLITE_FILE).is_file()
+
+
+def test_the_study_in_the_postgresql_catalog_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A team's catalog: the study's tables go to schema ``optuna`` of the same database; the
+    catalog's own Alembic revision (public.alembic_version) is left as it was."""
+    require_postgres()
+    from assay.catalog.engine import upgrade
+
+    name = f"assay_sweep_{uuid.uuid4().hex[:10]}"
+    create_database(name)
+    try:
+        url = _database_url(name, "psycopg")
+        upgrade(url)
+        engine = create_engine(url)
+        with engine.connect() as conn:
+            before = conn.execute(text("SELECT version_num FROM public.alembic_version")).scalar_one()
+        monkeypatch.setenv("ASSAY_CATALOG_URL", url)
+        _check_study_life(tmp_path)
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT version_num FROM public.alembic_version")).scalar_one() == before
+            assert conn.execute(text("SELECT count(*) FROM optuna.studies")).scalar_one() == 1
+            assert conn.execute(text("SELECT count(*) FROM optuna.trials")).scalar_one() == 2
+        engine.dispose()
+    finally:
+        drop_database(name)
