@@ -45,7 +45,7 @@ def _args() -> argparse.Namespace:
     p.add_argument("--pretrain-lr", type=float)
     p.add_argument("--finetune-lr", type=float)
     p.add_argument("--batch-size", type=int)
-    p.add_argument("--pooling", default="cls", help="what the heads read: cls (the paper's) or mean")
+    p.add_argument("--pooling", help="what the heads read: mean (the recipe's default) or cls (the paper's)")
     p.add_argument("--device", default="auto")
     p.add_argument("--seed", type=int, default=12345)
     p.add_argument("--alphas", default="0,1.5,3", help="quality-drift skews ('' to skip the drift experiment)")
@@ -130,7 +130,9 @@ def main() -> int:
             config["batch_size"] = args.batch_size
         return config
 
-    base = BleurtRecipe(seed=args.seed, n_pairs=args.pairs, synthetic=args.synthetic, pooling=args.pooling)
+    base = BleurtRecipe(seed=args.seed, n_pairs=args.pairs, synthetic=args.synthetic)
+    if args.pooling:
+        base = base.with_overrides(pooling=args.pooling)
     base = base.with_overrides(pretrain=stage_config(args.pretrain_epochs, args.pretrain_lr),
                                finetune=stage_config(args.finetune_epochs, args.finetune_lr))
     report["recipe"] = base.as_dict()

@@ -70,7 +70,8 @@ def training_options(function: Any) -> Any:
         click.option("--max-length", type=int, help="Token budget per pair (default: the checkpoint's)."),
         click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), help="Where to train (default auto)."),
         click.option("--head-input", type=click.Choice(["cls", "mean", "pooler"]),
-                     help="What the heads of a new checkpoint read (default cls; an --init checkpoint keeps its own)."),
+                     help="What the heads of a new checkpoint read (default cls; with --recipe the recipe's "
+                          "pooling, mean; an --init checkpoint keeps its own)."),
     ]
     for option in reversed(options):
         function = option(function)

@@ -120,9 +120,9 @@ def test_recipe_synthesizes_pretrains_and_finetunes_without_touching_the_evaluat
 
     out = json.loads(_ok(runner, [
         "train", "--recipe", "bleurt", "--synthetic", synth["label"], "--init", str(tiny_minilm_vocab_encoder),
-        "--pretrain-steps", "3", "--finetune-steps", "3", "--batch-size", "8", "--name", "toy", "--head-input", "mean",
+        "--pretrain-steps", "3", "--finetune-steps", "3", "--batch-size", "8", "--name", "toy", "--head-input", "cls",
         "--json"]))
-    assert out["recipe"]["pooling"] == "mean"
+    assert out["recipe"]["pooling"] == "cls"
     assert list(out["stages"]) == ["pretrain", "finetune"]
     assert out["checkpoint"] == "toy-finetune-s12345"
     info = json.loads(_ok(runner, ["checkpoints", "show", "toy-finetune-s12345", "--json"]))
@@ -134,15 +134,16 @@ def test_recipe_synthesizes_pretrains_and_finetunes_without_touching_the_evaluat
     assert {"bleu", "chrf", "bertscore_f", "backtrans_flag"} <= {h["name"] for h in pre["heads"]}
     assert "wmt17" in pre["lineage"]["excluded"]
     # the recipe's pooling reaches both stages' heads (the pre-trained checkpoint is made with it)
-    assert pre["lineage"]["hyperparameters"]["head_input"] == info["lineage"]["hyperparameters"]["head_input"] == "mean"
+    assert pre["lineage"]["hyperparameters"]["head_input"] == info["lineage"]["hyperparameters"]["head_input"] == "cls"
 
 
 def test_recipe_pooling_is_validated() -> None:
     from assay.errors import UsageError
     from assay.training.recipes import BleurtRecipe
 
-    assert BleurtRecipe().stage_config("finetune")["head_input"] == "cls"  # the paper's v[CLS] by default
-    assert BleurtRecipe.from_dict({"pooling": "mean"}).stage_config("pretrain")["head_input"] == "mean"
+    # mean pooling by default (the embedded encoder's own; docs/RECIPE.md), the paper's v[CLS] on request
+    assert BleurtRecipe().stage_config("finetune")["head_input"] == "mean"
+    assert BleurtRecipe.from_dict({"pooling": "cls"}).stage_config("pretrain")["head_input"] == "cls"
     with pytest.raises(UsageError, match="pooling 'max'; expected one of cls, pooler, mean"):
         BleurtRecipe.from_dict({"pooling": "max"})
 
