@@ -72,6 +72,7 @@ def _register_commands() -> None:
         score_commands,
         server_commands,
         suite_commands,
+        sweep_commands,
         synth_commands,
         train_commands,
         worker_commands,
@@ -80,7 +81,7 @@ def _register_commands() -> None:
     modules = (catalog_commands, checkpoint_commands, dataset_commands, job_commands, score_commands,
                eval_commands, drift_commands, report_commands, server_commands, synth_commands, worker_commands,
                train_commands, robustness_commands, deploy_commands,
-               suite_commands)
+               suite_commands, sweep_commands)
     for module in modules:
         module.register(cli)
 

@@ -43,6 +43,7 @@ FLOWS = {
     "synthesize": ("synthesize", "synthesize_flow"),
     "nightly": ("nightly", "nightly_flow"),
     "evaluate-checkpoint": ("checkpoint_eval", "evaluate_checkpoint_flow"),
+    "sweep": ("sweep", "sweep_flow"),
 }
 
 

@@ -104,12 +104,30 @@ def _listed(values: tuple[str, ...] | None) -> list[str] | None:
     return None if values is None else list(values)
 
 
+@task(name="sweep-trial", task_run_name="trial {number} of {sweep}")
+def sweep_trial_task(sweep: str, number: int) -> dict[str, Any]:
+    """One trial of a sweep (:func:`assay.workers.sweep.train_trial`): its values from the study,
+    its validation taus reported to the pruner, its end told to the study."""
+    from assay.workers.sweep import train_trial
+
+    def on_event(event: dict[str, Any]) -> None:
+        if event.get("event") == "evaluate":
+            _logger().info("%s", {k: v for k, v in event.items() if v is not None})
+
+    return train_trial(load_settings(), sweep, number, on_event=on_event, log=_logger().info)
+
+
 @flow(name="train")
-def train_flow(recipe: dict[str, Any]) -> dict[str, Any]:
+def train_flow(recipe: dict[str, Any] | None = None, sweep_trial: dict[str, Any] | None = None) -> dict[str, Any]:
     """A training recipe (``bleurt``: synthesize → pre-train → fine-tune on WMT → optionally WebNLG),
-    each stage a subflow; every checkpoint is registered with its lineage."""
+    each stage a subflow; every checkpoint is registered with its lineage. Or, with
+    ``sweep_trial`` (``{"sweep": NAME, "trial": NUMBER}``), one trial of an ``assay sweep``."""
     from assay.training.recipes import BleurtRecipe
     from assay.workers.recipe import run_recipe
 
+    if sweep_trial is not None:
+        return sweep_trial_task(str(sweep_trial["sweep"]), int(sweep_trial["trial"]))
+    if recipe is None:
+        raise ValueError("train: give a recipe or a sweep_trial")
     logger = _logger()
     return run_recipe(BleurtRecipe.from_dict(recipe), _FlowStages(), log=logger.info)

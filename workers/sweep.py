@@ -1,21 +1,30 @@
 """Running a sweep: an Optuna study over the fine-tuning stage's hyper-parameters.
 
-Each trial samples the space (:mod:`assay.sweeps.space`; TPE, Bergstra et al., 2011), trains one
-stage with those values (registered like any stage, the sweep, trial and space digest in its
-lineage), and reports the validation Kendall tau at every evaluation; the pruner (the median rule
-of Google Vizier, Golovin et al., 2017) stops a trial whose tau falls below the median of earlier
-trials at the same step. The study lives beside the catalog (:mod:`assay.sweeps.storage`), so a
-killed sweep resumes: finished trials are kept, and a trial left Running by the kill is marked
-failed and, by policy, retried with the same values or skipped.
+Two halves, which meet only in the study (:mod:`assay.sweeps.storage`, beside the catalog, so any
+process that reaches the catalog reaches it):
+
+* the **sweep** (:func:`run_sweep`) asks the study for trials (the space's ``[[enqueue]]`` values
+  first, then TPE, Bergstra et al., 2011), hands each to a :class:`TrialRunner` (in this process,
+  or a ``train`` flow run on the ``gpu`` pool, several at once) and waits for them;
+* a **trial** (:func:`train_trial`), wherever it runs, reads its values from the study, trains one
+  stage with them (registered like any stage, the sweep, trial and space digest in its lineage),
+  reports the validation Kendall tau at every evaluation, and stops when the pruner (the median
+  rule of Google Vizier, Golovin et al., 2017) says its tau is below the median of earlier trials
+  at the same evaluation; it tells the study how it ended.
+
+A killed sweep resumes: finished trials are kept; a trial still running on a worker is waited for
+again; a trial the kill interrupted is marked failed and, by policy, retried first with the same
+values or skipped.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from assay.config import Settings
-from assay.errors import NotFoundError, UsageError
+from assay.errors import AssayError, NotFoundError, UsageError
 from assay.sweeps.space import Param, SearchSpace, changes
 from assay.sweeps.storage import open_storage
 from assay.training.stages import StageRequest
@@ -35,6 +44,41 @@ def in_process_stages(settings: Settings) -> Callable[[EventHandler], TrialStage
     return lambda on_event: InProcessStages(settings, on_event)
 
 
+class TrialRunner(Protocol):
+    """Where a sweep's trials run. ``start`` returns a handle to wait on (a flow run id), or None
+    when the trial ran to its end in the call; ``wait`` blocks until at least one of the running
+    trials ended and returns their final states (Prefect state names); ``active`` says whether a
+    handle recorded by an earlier, killed sweep is still running."""
+
+    kind: str
+    parallel: int
+
+    def start(self, sweep: str, number: int, key: str) -> str | None: ...
+
+    def wait(self, running: dict[int, str]) -> dict[int, str]: ...
+
+    def active(self, handle: str) -> bool: ...
+
+
+@dataclass
+class InProcessTrials:
+    """Each trial trained here, one after the other (``train`` runs one trial to its end)."""
+
+    train: Callable[[str, int], Any]
+    kind: str = "in-process"
+    parallel: int = 1
+
+    def start(self, sweep: str, number: int, key: str) -> str | None:
+        self.train(sweep, number)
+        return None
+
+    def wait(self, running: dict[int, str]) -> dict[int, str]:
+        raise AssertionError("in-process trials never wait")  # start returned None: nothing is running
+
+    def active(self, handle: str) -> bool:
+        return False  # a trial of a killed process died with it
+
+
 def suggest(trial: Any, param: Param) -> Any:
     """The trial's value for ``param`` (sampled, or the queued value of a retried trial)."""
     if param.kind == "categorical":
@@ -45,7 +89,7 @@ def suggest(trial: Any, param: Param) -> Any:
     return trial.suggest_float(param.name, float(param.low), float(param.high), step=param.step, log=param.log)
 
 
-def _pruner(space: SearchSpace) -> Any:
+def pruner_for(space: SearchSpace) -> Any:
     import optuna
 
     if space.pruner == "none":
@@ -54,108 +98,223 @@ def _pruner(space: SearchSpace) -> Any:
                                        n_warmup_steps=space.warmup_evaluations, interval_steps=1)
 
 
-def open_study(settings: Settings, name: str, space: SearchSpace, *, resume: bool, seed: int) -> Any:
-    """Create the study, or (``resume``) load it and refuse a space that changed."""
+def open_study_check(storage: Any, name: str, space: SearchSpace, *, resume: bool) -> None:
+    """Refuse, before anything is written: a new sweep under a taken name, a resumed sweep that does
+    not exist, or one whose search space changed (naming every change)."""
     import optuna
 
-    storage = open_storage(settings)
     known = {s.study_name: s for s in optuna.study.get_all_study_summaries(storage, include_best_trial=False)}
     if name in known and not resume:
         raise UsageError(f"sweep {name!r} already exists ({known[name].n_trials} trials): `--resume` continues it, "
                          "or choose another --name")
     if name not in known and resume:
         raise NotFoundError(f"no sweep named {name!r} to resume (known: {', '.join(sorted(known)) or 'none'})")
-    sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=max(2, space.startup_trials))
-    study = optuna.create_study(study_name=name, storage=storage, direction="maximize", sampler=sampler,
-                                pruner=_pruner(space), load_if_exists=resume)
     if resume:
-        diff = changes(study.user_attrs.get("space", {}), space.canonical())
+        stored = optuna.load_study(study_name=name, storage=storage).user_attrs.get("space", {})
+        diff = changes(stored, space.canonical())
         if diff:
             raise UsageError(f"sweep {name!r} was started with another search space; changed: {'; '.join(diff)}. "
                              "Resume it with its own space, or start a new sweep")
-    else:
+
+
+def open_study(settings: Settings, name: str, space: SearchSpace, *, resume: bool, seed: int) -> Any:
+    """Create the study, or (``resume``) load it; refused as :func:`open_study_check` says."""
+    import uuid
+
+    import optuna
+
+    storage = open_storage(settings)
+    open_study_check(storage, name, space, resume=resume)
+    sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=max(2, space.startup_trials))
+    study = optuna.create_study(study_name=name, storage=storage, direction="maximize", sampler=sampler,
+                                pruner=pruner_for(space), load_if_exists=resume)
+    if not resume:
+        study.set_user_attr("token", uuid.uuid4().hex[:16])  # tells this study's trial runs from a namesake's
         study.set_user_attr("space", space.canonical())
         study.set_user_attr("space_digest", space.digest)
     return study
 
 
-def settle_killed_trials(study: Any, policy: str) -> list[int]:
-    """Trials left Running by a killed sweep: marked failed; with ``retry`` their values are queued
-    again. Returns their numbers."""
+def list_sweeps(settings: Settings) -> list[dict[str, Any]]:
+    """Every sweep: name, trials, best validation tau."""
+    import optuna
+
+    summaries = optuna.study.get_all_study_summaries(open_storage(settings), include_best_trial=True)
+    return [{"sweep": s.study_name, "n_trials": s.n_trials, "started": s.datetime_start,
+             "best_value": s.best_trial.value if s.best_trial else None,
+             "best_trial": s.best_trial.number if s.best_trial else None}
+            for s in sorted(summaries, key=lambda s: s.study_name)]
+
+
+@dataclass
+class Retry:
+    """A killed trial's values, to be tried again before anything new."""
+
+    of: int
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def settle_killed_trials(study: Any, policy: str, runner: TrialRunner | None = None) -> tuple[list[int], list[Retry]]:
+    """Trials a killed sweep left Running. One still running as a flow run (``runner.active``) is
+    left alone (returned first, to be waited for); any other is marked failed and, with ``retry``,
+    returned second with its values, to be tried again first."""
     from optuna.trial import TrialState
 
-    killed = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
-    for trial in killed:
+    alive: list[int] = []
+    retries: list[Retry] = []
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        handle = trial.user_attrs.get("flow_run_id")
+        if runner is not None and handle and trial.user_attrs.get("runner") == runner.kind and runner.active(handle):
+            alive.append(trial.number)
+            continue
         study._storage.set_trial_user_attr(trial._trial_id, "failure", "killed: left Running by an interrupted sweep")
         study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
         if policy == "retry":
-            study.enqueue_trial(trial.params, user_attrs={"retry_of": trial.number})
-    return [t.number for t in killed]
+            retries.append(Retry(trial.number, dict(trial.params)))
+    return alive, retries
+
+
+def ask_trial(study: Any, space: SearchSpace, retries: list[Retry]) -> Any:
+    """The next trial: a retry first, then the space's next ``[[enqueue]]`` values, then the
+    sampler's choice. Queued values are enqueued just before the ask, so they run in this order."""
+    if retries:
+        retry = retries.pop(0)
+        study.enqueue_trial(retry.params, user_attrs={"retry_of": retry.of}, skip_if_exists=False)
+    else:
+        used = int(study.user_attrs.get("enqueued", 0))
+        if used < len(space.enqueue):
+            study.enqueue_trial(space.enqueue[used], user_attrs={"enqueued": used})
+            study.set_user_attr("enqueued", used + 1)
+    trial = study.ask()
+    for param in space.params:
+        suggest(trial, param)
+    return trial
 
 
 def run_sweep(space: SearchSpace, name: str, n_trials: int, settings: Settings, *, resume: bool = False,
-              on_killed: str = "retry", seed: int = 12345,
-              make_stages: Callable[[EventHandler], TrialStages] | None = None,
+              on_killed: str = "retry", seed: int = 12345, runner: TrialRunner | None = None,
               log: Callable[[str], None] = print) -> dict[str, Any]:
     """Run trials until ``n_trials`` have finished (completed or pruned, and with ``skip`` also the
-    killed ones); returns :func:`sweep_summary`."""
-    import optuna
+    killed ones), up to ``runner.parallel`` at once; returns :func:`sweep_summary`.
+
+    A trial that fails (its training raised, or its flow run crashed) stops the sweep with an
+    error naming it: the sweep would fail the same way again. Other trials still running on
+    workers go on and tell the study how they ended; ``--resume`` waits for them."""
     from optuna.trial import TrialState
 
     if on_killed not in POLICIES:
         raise UsageError(f"--on-killed {on_killed!r}: expected retry or skip")
     if n_trials < 1:
         raise UsageError(f"--trials {n_trials}: expected >= 1")
+    runner = runner or InProcessTrials(lambda sweep, number: train_trial(settings, sweep, number, log=log))
     study = open_study(settings, name, space, resume=resume, seed=seed)
-    killed = settle_killed_trials(study, on_killed) if resume else []
-    if killed:
-        log(f"sweep {name}: trial(s) {', '.join(map(str, killed))} were interrupted; "
-            + ("queued again" if on_killed == "retry" else "skipped"))
-    stages_for = make_stages or in_process_stages(settings)
+    alive, retries = settle_killed_trials(study, on_killed, runner) if resume else ([], [])
+    notes = ([f"trial(s) {', '.join(str(r.of) for r in retries)} were interrupted and run again first"]
+             if retries else []) + ([f"trial(s) {', '.join(map(str, alive))} still running: waiting for them"]
+                                    if alive else [])
+    for note in notes:
+        log(f"sweep {name}: {note}")
+    running = {number: study.trials[number].user_attrs["flow_run_id"] for number in alive}
     counted = (TrialState.COMPLETE, TrialState.PRUNED) + ((TrialState.FAIL,) if on_killed == "skip" else ())
 
     def finished() -> int:
         return len(study.get_trials(deepcopy=False, states=counted))
 
-    while finished() < n_trials:
-        trial = study.ask()
-        values = {p.name: suggest(trial, p) for p in space.params}
-        checkpoint = f"{name}-t{trial.number}"
-        config = space.trial_config(values)
-        config["extra"] = {**config.get("extra", {}), "sweep": name, "trial": trial.number,
-                           "space_digest": space.digest}
-        trial.set_user_attr("checkpoint", checkpoint)
-        reported: list[tuple[int, float]] = []
+    while True:
+        while len(running) < max(1, runner.parallel) and finished() + len(running) < n_trials:
+            trial = ask_trial(study, space, retries)
+            trial.set_user_attr("runner", runner.kind)
+            log(f"trial {trial.number}: {trial.params}" + (f" ({runner.kind})" if runner.kind != "in-process" else ""))
+            handle = runner.start(name, trial.number, f"{study.user_attrs.get('token', name)}:{trial._trial_id}")
+            if handle is None:
+                _check_ended(study, trial.number, "Completed", log)
+            else:
+                study._storage.set_trial_user_attr(trial._trial_id, "flow_run_id", handle)
+                running[trial.number] = handle
+        if not running:
+            break
+        for number, state in runner.wait(running).items():
+            running.pop(number)
+            _check_ended(study, number, state, log)
+    return {**sweep_summary(study), "notes": notes}
 
-        def on_event(event: dict[str, Any], trial: Any = trial, reported: list[tuple[int, float]] = reported) -> None:
-            if event.get("event") != "evaluate" or event.get("val_kendall_tau") is None:
-                return
-            step, tau = int(event["step"]), float(event["val_kendall_tau"])
-            reported.append((step, tau))
-            trial.report(tau, len(reported))  # Optuna's step: the n-th validation (comparable across trials)
-            trial.set_user_attr("steps", step)
-            if trial.should_prune():
-                raise optuna.TrialPruned(f"validation tau {tau:.4f} after {len(reported)} validation(s), step {step}")
 
-        request = StageRequest(space.stage, space.data, init=space.init, config=config, name=checkpoint,
-                               exclude=space.exclude, groups=space.groups, aspect=space.aspect)
-        log(f"trial {trial.number}: {values}")
-        try:
-            result = stages_for(on_event).train(request)
-        except optuna.TrialPruned as pruned:
-            study.tell(trial, state=TrialState.PRUNED)
-            log(f"trial {trial.number}: pruned ({pruned})")
-            continue
-        except BaseException as exc:
-            trial.set_user_attr("failure", f"{type(exc).__name__}: {exc}"[:500])
-            study.tell(trial, state=TrialState.FAIL)
-            raise
-        tau = result.get("best_kendall_tau")
-        trial.set_user_attr("steps", int(result.get("steps", reported[-1][0] if reported else 0)))
-        trial.set_user_attr("digest", result["registered"]["digest"])
-        study.tell(trial, float(tau) if tau is not None else float("nan"))
-        log(f"trial {trial.number}: validation tau {tau:.4f}, checkpoint {checkpoint}")
-    return sweep_summary(study)
+def _check_ended(study: Any, number: int, state: str, log: Callable[[str], None]) -> None:
+    """After a trial's run ended: log how; a trial the run left Running (it crashed before telling
+    the study) is marked failed; a failed trial stops the sweep."""
+    from optuna.trial import TrialState
+
+    trial = study._storage.get_trial(study._storage.get_trial_id_from_study_id_trial_number(study._study_id, number))
+    if trial.state == TrialState.RUNNING:
+        failure = f"its flow run ended {state} without reporting"
+        study._storage.set_trial_user_attr(trial._trial_id, "failure", failure)
+        study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+        trial = study._storage.get_trial(trial._trial_id)
+    if trial.state == TrialState.FAIL:
+        raise AssayError(f"sweep {study.study_name}: trial {number} failed: {trial.user_attrs.get('failure')}; "
+                         "fix the cause, then `assay sweep run --resume` (the trial is retried with --on-killed retry)")
+    if trial.state == TrialState.PRUNED:
+        log(f"trial {number}: pruned after {len(trial.intermediate_values)} validation(s), "
+            f"{trial.user_attrs.get('steps')} steps")
+    else:
+        log(f"trial {number}: validation tau {trial.value:.4f}, checkpoint {trial.user_attrs.get('checkpoint')}")
+
+
+def train_trial(settings: Settings, sweep: str, number: int, *,
+                make_stages: Callable[[EventHandler], TrialStages] | None = None,
+                on_event: EventHandler | None = None, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Train trial ``number`` of ``sweep`` with the values the study gave it; report every
+    validation's tau, stop when pruned, and tell the study how it ended. Returns the outcome."""
+    import optuna
+    from optuna.trial import TrialState
+
+    study = load_study(settings, sweep)
+    space = SearchSpace.from_canonical(study.user_attrs["space"])
+    study.pruner = pruner_for(space)
+    trial_id = study._storage.get_trial_id_from_study_id_trial_number(study._study_id, number)
+    frozen = study._storage.get_trial(trial_id)
+    if frozen.state != TrialState.RUNNING:
+        raise UsageError(f"sweep {sweep!r}: trial {number} is {frozen.state.name}, not running; nothing to train")
+    trial = optuna.trial.Trial(study, trial_id)
+    values = dict(frozen.params)
+    checkpoint = f"{sweep}-t{number}"
+    config = space.trial_config(values)
+    config["extra"] = {**config.get("extra", {}), "sweep": sweep, "trial": number, "space_digest": space.digest}
+    trial.set_user_attr("checkpoint", checkpoint)
+    reported: list[tuple[int, float]] = []
+
+    def report(event: dict[str, Any]) -> None:
+        if on_event is not None:
+            on_event(event)
+        if event.get("event") != "evaluate" or event.get("val_kendall_tau") is None:
+            return
+        step, tau = int(event["step"]), float(event["val_kendall_tau"])
+        reported.append((step, tau))
+        trial.report(tau, len(reported))  # Optuna's step: the n-th validation (comparable across trials)
+        trial.set_user_attr("steps", step)
+        if trial.should_prune():
+            raise optuna.TrialPruned(f"validation tau {tau:.4f} after {len(reported)} validation(s), step {step}")
+
+    request = StageRequest(space.stage, space.data, init=space.init, config=config, name=checkpoint,
+                           exclude=space.exclude, groups=space.groups, aspect=space.aspect)
+    stages_for = make_stages or in_process_stages(settings)
+    try:
+        result = stages_for(report).train(request)
+    except optuna.TrialPruned as pruned:
+        study.tell(number, state=TrialState.PRUNED)
+        log(f"trial {number}: pruned ({pruned})")
+        return {"trial": number, "state": "PRUNED", "steps": reported[-1][0] if reported else 0, "value": None}
+    except BaseException as exc:
+        trial.set_user_attr("failure", f"{type(exc).__name__}: {exc}"[:500])
+        study.tell(number, state=TrialState.FAIL)
+        raise
+    tau = result.get("best_kendall_tau")
+    steps = int(result.get("steps", reported[-1][0] if reported else 0))
+    trial.set_user_attr("steps", steps)
+    trial.set_user_attr("digest", result["registered"]["digest"])
+    study.tell(number, float(tau) if tau is not None else float("nan"))
+    return {"trial": number, "state": "COMPLETE", "steps": steps, "value": tau, "checkpoint": checkpoint,
+            "digest": result["registered"]["digest"]}
 
 
 def load_study(settings: Settings, name: str) -> Any:
@@ -179,7 +338,8 @@ def sweep_summary(study: Any) -> dict[str, Any]:
                        "intermediate": {int(k): v for k, v in sorted(t.intermediate_values.items())},
                        "steps": t.user_attrs.get("steps"), "checkpoint": t.user_attrs.get("checkpoint")
                        if t.state == TrialState.COMPLETE else None,
-                       "retry_of": t.user_attrs.get("retry_of"), "failure": t.user_attrs.get("failure")})
+                       "retry_of": t.user_attrs.get("retry_of"), "failure": t.user_attrs.get("failure"),
+                       "runner": t.user_attrs.get("runner"), "flow_run_id": t.user_attrs.get("flow_run_id")})
     complete = [t for t in trials if t["state"] == "COMPLETE" and t["value"] is not None]
     best = max(complete, key=lambda t: t["value"], default=None)
     return {"sweep": study.study_name, "space_digest": study.user_attrs.get("space_digest"), "trials": trials,

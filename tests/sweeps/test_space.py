@@ -105,3 +105,29 @@ def test_changes_name_what_differs(tmp_path: Path) -> None:
     assert changes(old, new) == ['params.head_input.choices: ["cls", "mean"] -> ["cls"]',
                                  "params.learning_rate.high: 0.0001 -> 0.001"]
     assert changes(old, old) == []
+
+
+def test_enqueued_values_are_checked_and_kept_in_the_canonical_space(tmp_path: Path) -> None:
+    """``[[enqueue]]``: values tried first (e.g. the recipe's defaults), each inside its parameter's
+    range or choices; the study keeps them in the canonical space it resumes from."""
+    from assay.sweeps.space import SearchSpace
+
+    good = GOOD + '\n[[enqueue]]\nlearning_rate = 3e-5\nhead_input = "mean"\n'
+    space = load_space(_write(tmp_path, good))
+    assert space.enqueue == ({"learning_rate": 3e-5, "head_input": "mean"},)
+    assert SearchSpace.from_canonical(space.canonical()).digest == space.digest
+    assert "enqueue" not in load_space(_write(tmp_path, GOOD, "plain.toml")).canonical()  # digest as before
+    cases = [
+        ('learning_rate = 3e-3\nhead_input = "mean"', 23, "gives learning_rate = 0.003",
+         "a float in [1e-05, 0.0001]"),
+        ('learning_rate = 3e-5\nhead_input = "max"', 24, "gives head_input = 'max'", "one of ['cls', 'mean']"),
+        ('learning_rate = 3e-5\nhead_input = "mean"\nbatch_size = 8', 25, "names 'batch_size', which is not searched",
+         "values for the searched parameters"),
+        ("learning_rate = 3e-5", 22, "has no value for 'head_input'", "a value for every searched parameter"),
+    ]
+    for body, line, problem, expected in cases:
+        path = _write(tmp_path, GOOD + "\n[[enqueue]]\n" + body + "\n", "bad.toml")
+        with pytest.raises(InputError) as info:
+            load_space(path)
+        message = str(info.value)
+        assert message.startswith(f"{path}:{line}: ") and problem in message and expected in message, message

@@ -14,7 +14,7 @@ from assay.config import load_settings
 from assay.errors import NotFoundError, UsageError
 from assay.sweeps.space import SearchSpace, load_space
 from assay.sweeps.storage import SQLITE_FILE, close_storages
-from assay.workers.sweep import load_study, open_study, settle_killed_trials, suggest, sweep_summary
+from assay.workers.sweep import ask_trial, load_study, open_study, settle_killed_trials, sweep_summary
 from tests.team_server import _database_url, create_database, drop_database, require_postgres
 
 SPACE = """\
@@ -51,19 +51,21 @@ def _check_study_life(tmp_path: Path) -> None:
         open_study(settings, "lr", changed, resume=True, seed=1)
     assert load_study(settings, "lr").user_attrs["space_digest"] == space.digest
 
-    # a sweep killed mid-trial leaves it Running: resuming marks it failed and queues its values again
+    # a sweep killed mid-trial leaves it Running: resuming marks it failed and returns its values,
+    # which the next ask runs again before anything new
     killed = study.ask()
     killed.suggest_float("learning_rate", 1e-5, 1e-4, log=True)
     killed.suggest_categorical("head_input", ["cls", "mean"])
     resumed = open_study(settings, "lr", space, resume=True, seed=1)
-    assert settle_killed_trials(resumed, "retry") == [killed.number]
+    alive, retries = settle_killed_trials(resumed, "retry")
+    assert alive == [] and [(r.of, r.params) for r in retries] == [(killed.number, killed.params)]
     trials = sweep_summary(resumed)["trials"]
-    assert [(t["state"], t["retry_of"]) for t in trials] == [("FAIL", None), ("WAITING", killed.number)]
-    assert trials[0]["failure"].startswith("killed")
-    again = resumed.ask()  # the queued retry comes first: sampling it gives the killed trial's values
-    assert {p.name: suggest(again, p) for p in space.params} == killed.params
-    assert settle_killed_trials(resumed, "skip") == [again.number]
-    assert [t["state"] for t in sweep_summary(resumed)["trials"]] == ["FAIL", "FAIL"]  # skipped: nothing queued
+    assert [t["state"] for t in trials] == ["FAIL"] and trials[0]["failure"].startswith("killed")
+    again = ask_trial(resumed, space, retries)
+    assert again.params == killed.params and again.user_attrs["retry_of"] == killed.number and not retries
+    alive, retries = settle_killed_trials(resumed, "skip")
+    assert alive == [] and retries == []  # skipped: nothing to run again
+    assert [t["state"] for t in sweep_summary(resumed)["trials"]] == ["FAIL", "FAIL"]
     close_storages()
 
 

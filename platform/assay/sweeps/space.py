@@ -27,6 +27,10 @@ its best step by. The file::
     startup_trials = 2          # trials that always run to the end
     warmup_evaluations = 1      # validations of a trial before it may be stopped
 
+    [[enqueue]]                 # optional: values to try first, in order (e.g. the recipe's defaults)
+    learning_rate = 3e-5
+    head_input = "mean"
+
 Every mistake is one :class:`~assay.errors.InputError` naming the file, the line of the key and
 what was expected: an unknown parameter, an empty range, a value of the wrong type.
 """
@@ -90,6 +94,8 @@ class SearchSpace:
     pruner: str = "median"
     startup_trials: int = 2
     warmup_evaluations: int = 1
+    enqueue: tuple[dict[str, Any], ...] = ()
+    """values to try first, in order, before the sampler chooses (each names every parameter)"""
 
     def canonical(self) -> dict[str, Any]:
         """Everything that defines the search (not where the file lies), as plain JSON."""
@@ -97,7 +103,21 @@ class SearchSpace:
         data.pop("path")
         data["params"] = [{k: v for k, v in asdict(p).items() if v not in (None, (), False)} | {"name": p.name}
                           for p in self.params]
+        if not self.enqueue:
+            data.pop("enqueue")  # a space without one keeps the digest it had before [[enqueue]] existed
         return json.loads(json.dumps(data, sort_keys=True))
+
+    @classmethod
+    def from_canonical(cls, data: Mapping[str, Any], path: str = "") -> SearchSpace:
+        """The space :meth:`canonical` wrote (as a sweep's study keeps it)."""
+        values = dict(data)
+        values["params"] = tuple(Param(**{**p, "choices": tuple(p.get("choices", ()))}) for p in data["params"])
+        for key in ("data", "exclude"):
+            values[key] = tuple(values.get(key) or ())
+        if values.get("groups") is not None:
+            values["groups"] = tuple(values["groups"])
+        values["enqueue"] = tuple(dict(v) for v in values.get("enqueue") or ())
+        return cls(path=path, **values)
 
     @property
     def digest(self) -> str:
@@ -137,9 +157,10 @@ def load_space(path: str | Path) -> SearchSpace:
         raise InputError(path, f"cannot read the search space: {exc.strerror or exc}") from exc
     data = _parse(path, text)
     where = _Where(path, text)
-    unknown = sorted(set(data) - {"trial", "params", "pruner"})
+    unknown = sorted(set(data) - {"trial", "params", "pruner", "enqueue"})
     if unknown:
-        raise where.error(unknown[0], None, f"unknown table {unknown[0]!r}", "the tables trial, params and pruner")
+        raise where.error(unknown[0], None, f"unknown table {unknown[0]!r}",
+                          "the tables trial, params, pruner and enqueue")
     trial = _table(data, "trial", where, required=True)
     bad = sorted(set(trial) - _TRIAL_KEYS)
     if bad:
@@ -182,10 +203,42 @@ def load_space(path: str | Path) -> SearchSpace:
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise where.error("pruner", key, f"key 'pruner.{key}' is {value!r}", "an integer >= 0")
         counts[key] = value
+    enqueue = _enqueued(data.get("enqueue", []), params, where)
     space = SearchSpace(path=str(path), stage=stage, data=data_versions, params=params, init=init,
-                        exclude=exclude, groups=groups, aspect=aspect, config=dict(config), pruner=kind, **counts)
+                        exclude=exclude, groups=groups, aspect=aspect, config=dict(config), pruner=kind,
+                        enqueue=enqueue, **counts)
     _check_trial_configs(space, where)
     return space
+
+
+def _enqueued(entries: Any, params: tuple[Param, ...], where: _Where) -> tuple[dict[str, Any], ...]:
+    """``[[enqueue]]``: each entry gives every parameter a value inside its range or choices."""
+    if not isinstance(entries, list) or not all(isinstance(e, Mapping) for e in entries):
+        raise where.error("enqueue", None, "'enqueue' is not a list of tables", "[[enqueue]] tables")
+    by_name = {p.name: p for p in params}
+    out = []
+    for entry in entries:
+        unknown = sorted(set(entry) - set(by_name))
+        if unknown:
+            raise where.error("enqueue", unknown[0], f"[[enqueue]] names {unknown[0]!r}, which is not searched",
+                              f"values for the searched parameters ({', '.join(by_name)})")
+        missing = [name for name in by_name if name not in entry]
+        if missing:
+            raise where.error("enqueue", None, f"an [[enqueue]] entry has no value for {missing[0]!r}",
+                              "a value for every searched parameter")
+        for name, value in entry.items():
+            param = by_name[name]
+            if param.kind == "categorical":
+                fits = value in param.choices
+            else:
+                assert param.low is not None and param.high is not None
+                fits = _is(value, TUNABLE[name]) and param.low <= value <= param.high
+            if not fits:
+                allowed = (f"one of {list(param.choices)}" if param.kind == "categorical"
+                           else f"a {TUNABLE[name].__name__} in [{param.low}, {param.high}]")
+                raise where.error("enqueue", name, f"[[enqueue]] gives {name} = {value!r}", allowed)
+        out.append(dict(entry))
+    return tuple(out)
 
 
 def _check_trial_configs(space: SearchSpace, where: _Where) -> None:
