@@ -264,3 +264,51 @@ def test_team_md_check_and_user_section_on_the_team_server(team: dict[str, Any],
     assert "nightly-d" in board.stdout
     run_assay(env, "report", "--out", str(tmp_path / "report"))
     assert "nightly-d" in (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+
+
+SWEEP_SPACE = """\
+[trial]
+data = ["{dataset}"]
+init = "{init}"
+[trial.config]
+max_steps = 20
+eval_every = 10
+save_every = 10
+batch_size = 8
+[params.learning_rate]
+choices = [1e-4, 1e-3]
+[pruner]
+kind = "none"
+"""
+
+
+def test_a_sweep_runs_its_trials_as_train_runs_on_the_gpu_pool(team: dict[str, Any], tmp_path: Path) -> None:
+    """Issue 18: with the team's deployments, each trial of `assay sweep run` is a run of the
+    `train/train` deployment on the `gpu` pool (limit 1 here, so one at a time); the trial's
+    flow-run process (started by the gpu worker) reads its values from, and reports to, the study in
+    the PostgreSQL catalog's schema `optuna`, which the sweep's own process shares."""
+    env, server = team["env"], team["server"]
+    space = tmp_path / "space.toml"
+    space.write_text(SWEEP_SPACE.format(dataset=team["dataset"], init=save_tiny_encoder(tmp_path / "tiny")),
+                     encoding="utf-8")
+    summary = json.loads(run_assay(env, "sweep", "run", str(space), "--name", "team-lr", "--trials", "2", "--json",
+                                   timeout=600).stdout)
+    trials = summary["trials"]
+    assert [(t["state"], t["runner"], t["steps"]) for t in trials] == [("COMPLETE", "deployment", 20)] * 2
+    assert sorted(t["params"]["learning_rate"] for t in trials) == [1e-4, 1e-3]
+    runs = {str(r.id): r for r in read_flow_runs(server.url, "train/train")}
+    for trial in trials:
+        run = runs[trial["flow_run_id"]]
+        assert run.state_name == "Completed" and run.work_pool_name == "gpu"
+        assert run.parameters == {"sweep_trial": {"sweep": "team-lr", "trial": trial["number"]}}
+    first, second = (runs[t["flow_run_id"]] for t in trials)
+    assert first.end_time <= second.start_time  # the pool's concurrency limit (1): one trial at a time
+    catalog = create_engine(env["ASSAY_CATALOG_URL"])
+    with catalog.connect() as conn:
+        stored = conn.execute(text("SELECT count(*) FROM optuna.trials t JOIN optuna.studies s "
+                                   "ON s.study_id = t.study_id WHERE s.study_name = 'team-lr'")).scalar_one()
+    catalog.dispose()
+    assert stored == 2
+    best = summary["best"]["checkpoint"]
+    info = json.loads(run_assay(env, "checkpoints", "show", best, "--json").stdout)
+    assert info["lineage"]["hyperparameters"]["extra"]["sweep"] == "team-lr"
