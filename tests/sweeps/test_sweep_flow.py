@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -130,6 +131,14 @@ def test_a_sweep_prunes_a_hopeless_trial_and_resumes_after_a_kill(prefect_engine
                         if flows[r.flow_id] == "train" and r.parameters.get("sweep_trial", {}).get("sweep") == "lr")
     assert trial_runs == [(0, "Running"), (1, "Completed"), (2, "Completed")]  # 0: its process was killed
     assert sum(flows[r.flow_id] == "sweep" for r in runs) == 2
+
+    # the report plots the study: learning rate (log10) against validation tau, the pruned trial grey
+    report = _assay("report", "--out", str(tmp_path / "report"))
+    assert report.returncode == 0, report.stderr
+    html = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+    assert 'id="fig-sweep-lr-learning-rate-0"' in html and "learning_rate (log10)" in html
+    assert re.search(r"trial 2 \(pruned after \d validation\(s\), \d+ steps\): learning_rate = 1e-09", html)
+    assert "best: trial 1" in html
 
     # a resume with another space is refused, naming the change, and stores nothing
     changed = tmp_path / "changed.toml"

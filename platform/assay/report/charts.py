@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from assay.report.svg import Scale, esc, nice_domain, num, svg, tag, title, truncate, x_axis, y_axis
 
@@ -110,6 +111,8 @@ class Point:
     y: float
     tooltip: str | None = None
     label: str | None = None
+    colour: str | None = None
+    """this point's fill, over the chart's (scatter only)"""
 
 
 def scatter(points: Sequence[Point], *, colour: str, x_label: str, y_label: str, heading: str, subheading: str,
@@ -125,7 +128,9 @@ def scatter(points: Sequence[Point], *, colour: str, x_label: str, y_label: str,
              x_axis(sx, x_ticks, bottom, top, x_label), y_axis(sy, y_ticks, left, right, y_label)]
     dots = []
     for p in points:
-        attrs = {"cx": sx(p.x), "cy": sy(p.y), "r": radius}
+        attrs: dict[str, Any] = {"cx": sx(p.x), "cy": sy(p.y), "r": radius}
+        if p.colour:
+            attrs["fill"] = p.colour
         dots.append(tag("circle", attrs, title(p.tooltip)) if p.tooltip else tag("circle", attrs))
         if p.label:  # to the right of the point, or to its left near the right edge
             right_side = sx(p.x) < left + 0.62 * (right - left)

@@ -7,7 +7,9 @@ robust the trained metrics are, in three parts:
 (b) quality drift (§5.2, Figure 2's diagonal): correlation on the test sample against the skew
     factor α, one line per variant, baselines dashed;
 (c) WebNLG (§5.3, Figure 3): correlation on the held-out side against the share of systems or
-    inputs given to training, per aspect and split kind.
+    inputs given to training, per aspect and split kind;
+
+and, after (a), the hyper-parameter sweeps (:mod:`assay.report.sections.sweeps`).
 
 (a) reads the catalog's checkpoint lineage; (b) and (c) read the newest run of each experiment in
 the robustness store (:mod:`assay.results.robustness`; the experiments are
@@ -254,4 +256,6 @@ def _legend(colours: dict[tuple[str, str], str]) -> str:
 
 
 def render(ctx: ReportContext) -> Section:
-    return Section(SECTION_ID, TITLE, _training(ctx) + _drift(ctx) + _webnlg(ctx))
+    from assay.report.sections import sweeps
+
+    return Section(SECTION_ID, TITLE, _training(ctx) + sweeps.render_part(ctx) + _drift(ctx) + _webnlg(ctx))
