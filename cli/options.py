@@ -42,3 +42,20 @@ def parse_metric(text: str) -> dict[str, Any]:
             raise UsageError(f"--metric {text!r}: expected NAME or NAME:KEY=VALUE[,KEY=VALUE]")
         params[key.strip()] = typed_value(value.strip())
     return {"name": name.strip(), "params": params}
+
+
+def quiet_option(function: Any) -> Any:
+    """``--quiet``: no progress display. Without it, progress goes to stderr: bars with ETA at a
+    terminal, a line every ASSAY_PROGRESS_EVERY seconds otherwise (:mod:`assay.progress`)."""
+    import click
+
+    def configure(ctx: click.Context, _param: click.Parameter, quiet: bool) -> bool:
+        import sys
+
+        from assay import progress
+
+        progress.configure("quiet" if quiet else None, sink=lambda line: print(line, file=sys.stderr, flush=True))
+        return quiet
+
+    return click.option("--quiet", is_flag=True, expose_value=False, callback=configure, is_eager=True,
+                        help="No progress display (bars at a terminal, periodic lines otherwise).")(function)

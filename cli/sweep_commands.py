@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from assay.cli.options import quiet_option
 from assay.cli.output import emit_json
 
 
@@ -27,6 +28,7 @@ def sweep_group() -> None:
 @click.option("--parallel", type=int, help="Trials at once on the work pool (default: the pool's concurrency limit).")
 @click.option("--in-process", is_flag=True, help="Run the trials in this flow run even when `train` is deployed.")
 @click.option("--seed", type=int, default=12345, show_default=True, help="The sampler's seed.")
+@quiet_option
 @click.option("--json", "as_json", is_flag=True, help="Print the study as JSON.")
 def run_command(space_file: Path, name: str, trials: int, resume: bool, on_killed: str, parallel: int | None,
                 in_process: bool, seed: int, as_json: bool) -> None:

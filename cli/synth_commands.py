@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from assay.cli.options import quiet_option
 from assay.cli.output import emit_json
 from assay.errors import UsageError
 
@@ -83,6 +84,7 @@ def spec_from_options(spec_file: Path | None, sources: tuple[str, ...], exclude:
 @click.option("--spec", "spec_file", type=click.Path(path_type=Path, exists=True, dir_okay=False),
               help="A JSON synthesis spec (options given as well override it).")
 @click.option("--name", help="Dataset name (default synth-<sources>).")
+@quiet_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def synth_command(sources: tuple[str, ...], exclude: tuple[str, ...], pairs: int | None, seed: int | None,
                   signals: tuple[str, ...], masked_lm: str | None, backtranslation: str | None,

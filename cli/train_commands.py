@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from assay.cli.options import quiet_option
 from assay.cli.output import emit_json
 from assay.cli.training_options import check_config, config_from_options, training_options
 from assay.errors import UsageError
@@ -43,6 +44,7 @@ from assay.errors import UsageError
 @click.option("--pretrain-epochs", type=float, help="Recipe: pre-training epochs.")
 @click.option("--finetune-steps", type=int, help="Recipe: fine-tuning steps.")
 @click.option("--finetune-epochs", type=float, help="Recipe: fine-tuning epochs (default 4).")
+@quiet_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def train_command(stage: str | None, recipe: str | None, data: tuple[str, ...], init: str | None, name: str | None,
                   resume: bool, groups: tuple[str, ...], aspect: str | None, exclude: tuple[str, ...],

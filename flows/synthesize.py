@@ -13,21 +13,17 @@ from assay.config import load_settings
 
 @task(name="synthesize-pairs", task_run_name="synthesize {name}")
 def synthesize_task(spec: dict[str, Any], name: str | None, reuse: bool) -> dict[str, Any]:
+    from assay.progress import SynthesisProgress
     from assay.synthetic.spec import SynthesisSpec
-    from assay.synthetic.synthesize import Progress
     from assay.synthetic.versions import store_synthetic
 
-    logger = get_run_logger()
-    reported: dict[str, int] = {}
-
-    def progress(p: Progress) -> None:
-        tenth = p.done * 10 // max(p.total, 1)
-        if reported.get(p.stage) != tenth:
-            reported[p.stage] = tenth
-            logger.info("%s: %d of %d pairs", p.stage, p.done, p.total)
-
-    return store_synthetic(SynthesisSpec.from_dict(spec), name=name, settings=load_settings(), progress=progress,
-                           reuse=reuse).as_dict()
+    # a bar at a terminal, else a line every ASSAY_PROGRESS_EVERY seconds in the run's log
+    progress = SynthesisProgress(f"synthesizing {name or 'pairs'}", fallback_sink=get_run_logger().info)
+    try:
+        return store_synthetic(SynthesisSpec.from_dict(spec), name=name, settings=load_settings(),
+                               progress=progress, reuse=reuse).as_dict()
+    finally:
+        progress.close()
 
 
 @flow(name="synthesize")

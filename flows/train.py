@@ -48,7 +48,7 @@ def stage_task(plan: dict[str, Any], resume: bool, parent_run_id: str | None = N
     from assay.workers.training_jobs import run_stage
 
     return run_stage(load_settings(), StagePlan.from_dict(plan), resume=resume, on_event=_log_event,
-                     parent_run_id=parent_run_id, processes=processes)
+                     parent_run_id=parent_run_id, processes=processes, progress_sink=_logger().info)
 
 
 class TaskStageSteps:

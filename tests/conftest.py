@@ -32,6 +32,7 @@ SLOW_MODULES_FIRST = (
     "tests/team/test_nightly_e2e.py",
     "tests/training/test_robustness.py",
     "tests/sweeps/test_sweep_flow.py",
+    "tests/test_progress_cli.py",
     "tests/test_training_cli.py",
     "tests/training/test_resume.py",
     "tests/training/test_distributed.py",

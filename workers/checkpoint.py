@@ -97,6 +97,9 @@ from assay.metrics.signature import package_version
 from assay.training.config import HEAD_INPUTS
 from assay.workers.device import DeviceLike, pick_device
 from assay.workers.encoder import DEFAULT_MODEL_NAME, default_model_path, model_digest
+from assay.workers.transformers_bars import silence as silence_transformers_bars
+
+silence_transformers_bars()  # their "Loading weights" bars leaked into tables and logs
 
 FORMAT_NAME = "assay-learned-metric-checkpoint"
 FORMAT_VERSION = 1

@@ -38,6 +38,9 @@ from assay.workers.embedded_model import (
     DEFAULT_MODEL_PACKAGE,
     default_model_path,
 )
+from assay.workers.transformers_bars import silence as silence_transformers_bars
+
+silence_transformers_bars()  # their "Loading weights" bars leaked into tables and logs
 
 __all__ = [
     "DEFAULT_LAYER",
@@ -173,6 +176,7 @@ def load_encoder(
 def _with_prefix_space(
     tokenizer: PreTrainedTokenizerBase, source: str, kwargs: dict[str, Any], extra: dict[str, Any] | None
 ) -> PreTrainedTokenizerBase:
+
     """Byte-level BPE tokenizers (GPT-2, RoBERTa) get ``add_prefix_space=True``, as in bert_score.
 
     The first word of a sentence is then tokenized like any other word (bert_score's ``sent_encode``

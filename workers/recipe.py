@@ -37,9 +37,15 @@ class InProcessStages:
     on_event: EventHandler | None = None
 
     def synthesize(self, spec: dict[str, Any], name: str) -> dict[str, Any]:
+        from assay.progress import SynthesisProgress
         from assay.synthetic.spec import SynthesisSpec
 
-        return store_synthetic(SynthesisSpec.from_dict(spec), name=name, settings=self.settings).as_dict()
+        progress = SynthesisProgress(f"synthesizing {name}")
+        try:
+            return store_synthetic(SynthesisSpec.from_dict(spec), name=name, settings=self.settings,
+                                   progress=progress).as_dict()
+        finally:
+            progress.close()
 
     def train(self, request: StageRequest) -> dict[str, Any]:
         return train_stage(request, InProcessStageSteps(self.settings, self.on_event))

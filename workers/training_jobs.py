@@ -27,6 +27,7 @@ from assay.config import Settings
 from assay.errors import AssayError, NotFoundError, UsageError
 from assay.jobs.runs import RunRecorder
 from assay.ports import LOOPBACK, free_port
+from assay.progress import TrainingProgress
 from assay.provenance import code_version
 from assay.training.config import TrainConfig
 from assay.training.plan import StagePlan, finetune_table
@@ -113,12 +114,26 @@ def train_data_parallel(table: pa.Table, plan: StagePlan, *, processes: int, res
     return dict(json.loads(result_path.read_text(encoding="utf-8")))
 
 
+def _with_progress(on_event: EventHandler | None, progress: TrainingProgress) -> EventHandler:
+    def both(event: dict[str, Any]) -> None:
+        progress(event)
+        if on_event is not None:
+            on_event(event)
+
+    return both
+
+
 def run_stage(settings: Settings, plan: StagePlan, *, resume: bool = False, on_event: EventHandler | None = None,
-              parent_run_id: str | None = None, processes: int = 1) -> dict[str, Any]:
+              parent_run_id: str | None = None, processes: int = 1,
+              progress_sink: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Train one planned stage, register its checkpoint and record the run; returns the summary.
-    ``processes`` > 1 trains data-parallel under ``torchrun`` with the same global batch."""
+    ``processes`` > 1 trains data-parallel under ``torchrun`` with the same global batch. Progress
+    (steps, loss, last validation tau) is shown as :mod:`assay.progress` says; ``progress_sink``
+    takes its lines unless the process configured another (a flow passes its run logger)."""
     if processes < 1:
         raise UsageError(f"--processes is {processes}; expected >= 1")
+    shown = TrainingProgress(f"{plan.stage} {plan.name}", fallback_sink=progress_sink)
+    on_event = _with_progress(on_event, shown)
     config = TrainConfig(**plan.config)
     objectives = objectives_of(plan)
     recorder = RunRecorder(
@@ -144,8 +159,10 @@ def run_stage(settings: Settings, plan: StagePlan, *, resume: bool = False, on_e
         registered = register_folder(settings, outcome["checkpoint"], name=plan.name, run_id=recorder.run_id,
                                      digest=outcome["digest"])
     except BaseException as exc:
+        shown.close()
         recorder.fail(f"{type(exc).__name__}: {exc}")
         raise
+    shown.close()
     summary = {**outcome, "run_id": recorder.run_id, "stage": plan.stage, "registered": registered.as_dict()}
     summary.pop("lineage", None)
     recorder.complete(summary)
