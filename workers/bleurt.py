@@ -285,8 +285,14 @@ class BleurtScorer:
                 owners.append(i)
                 flat_refs.append(ref)
                 flat_cands.append(cand)
-        pairs = self.encode(flat_refs, flat_cands)
-        pair_scores, n_batches = self._score_encoded(pairs) if pairs else (np.empty(0), 0)
+        # each distinct (reference, candidate) pair is encoded and scored once (systems that
+        # produced the same output, repeated references): the model is deterministic at inference
+        index: dict[tuple[str, str], int] = {}
+        slots = [index.setdefault((ref, cand), len(index)) for ref, cand in zip(flat_refs, flat_cands, strict=True)]
+        distinct = self.encode([ref for ref, _ in index], [cand for _, cand in index])
+        distinct_scores, n_batches = self._score_encoded(distinct) if distinct else (np.empty(0), 0)
+        pairs = [distinct[i] for i in slots]
+        pair_scores = distinct_scores[np.asarray(slots, dtype=np.int64)] if slots else np.empty(0)
         owner = np.asarray(owners, dtype=np.int64)
         scores = np.full(len(candidates), -np.inf, dtype=np.float64)
         with np.errstate(invalid="ignore"):  # a NaN score stays NaN; scoring refuses it with a count

@@ -476,3 +476,15 @@ def test_a_checkpoint_changed_since_registration_is_refused(tiny_checkpoint: Pat
     message = str(refused.value)
     assert "checkpoint 'tiny'" in message and str(changed) in message
     assert registered in message and now in message
+
+
+def test_a_repeated_pair_is_scored_once_with_the_same_score(tiny_checkpoint: Path) -> None:
+    """Identical (reference, candidate) pairs (two systems with the same output) are encoded and
+    run through the model once; each gets the score the pair gets alone (the oracle)."""
+    scorer = BleurtScorer(tiny_checkpoint, device="cpu", max_batch_size=1)  # one pair per batch: batches count pairs
+    refs, cands = ["the cat", "the cat", "a dog", "the cat"], ["a dog", "a dog", "the cat", "the dog"]
+    result = scorer.score_detailed(refs, cands)
+    assert result.n_batches == 3 and result.n_pairs == 4
+    for ref, cand, score in zip(refs, cands, result.scores, strict=True):
+        assert score == pytest.approx(scorer.score([ref], [cand])[0], abs=1e-6)
+    assert result.scores[0] == result.scores[1]
