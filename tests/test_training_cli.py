@@ -9,8 +9,10 @@ numbers it produces mean nothing and are not checked, only the mechanics and the
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -105,6 +107,34 @@ def test_training_refuses_what_the_recipe_evaluates_on_and_resume_without_name(s
     assert result.exit_code == 2 and "--steps or --epochs" in result.output
 
 
+def test_a_recipe_refuses_to_pretrain_on_a_dataset_that_contains_its_evaluation_set(
+        prefect_engine: None, shared_data: Path) -> None:
+    """Issue 18, bad input: WMT17 ingested a second time under another name ("mixed"), synthesized
+    from without excluding wmt17, then offered to a recipe that evaluates on wmt17. The name check
+    cannot see it; the sentences can. One error naming both, exit 2, no checkpoint, no training run."""
+    runner = CliRunner()
+    for folder in ("wmt16-da-seg", "wmt17-da"):
+        _ok(runner, ["ingest", str(shared_data / folder)])
+    _ok(runner, ["ingest", str(shared_data / "wmt17-da"), "--name", "mixed"])
+    synth = json.loads(_ok(runner, ["synth", "--from", "mixed", "--exclude", "wmt16", "--pairs", "40",
+                                    "--signal", "bleu", "--name", "synth-mixed", "--json", "--quiet"]))
+    assert synth["rows"] == 40
+    refused = runner.invoke(cli, ["train", "--recipe", "bleurt", "--synthetic", "synth-mixed", "--evaluate-on",
+                                  "wmt17", "--pretrain-steps", "2", "--finetune-steps", "2", "--quiet"])
+    assert refused.exit_code == 2, refused.output
+    assert re.search(r"pre-training on synth-mixed@1: \d+ of its \d+ sentences occur in wmt17, which this recipe "
+                     r"evaluates on \(e\.g\. '.+'\); synthesize from datasets without them", refused.output)
+    assert "no checkpoints registered" in _ok(runner, ["checkpoints", "list"])
+    from sqlalchemy import select
+
+    from assay.catalog.engine import session_scope
+    from assay.catalog.models import Run
+    from assay.config import load_settings
+
+    with session_scope(load_settings()) as session:
+        assert not list(session.scalars(select(Run.kind).where(Run.kind.in_(["pretrain", "finetune"]))))
+
+
 def test_recipe_synthesizes_pretrains_and_finetunes_without_touching_the_evaluation_set(
         prefect_engine: None, shared_data: Path, tiny_minilm_vocab_encoder: Path) -> None:
     """``assay synth`` and ``assay train --recipe bleurt`` at a toy size (200 pairs, 3 steps a stage)."""
@@ -161,3 +191,62 @@ def test_data_parallel_finetuning_under_torchrun_registers_like_one_process(
     assert out["registered"]["name"] == "ddp" and out["registered"]["created"]
     info = json.loads(_ok(runner, ["checkpoints", "show", "ddp", "--json"]))
     assert info["lineage"]["world_size"] == 2 and info["run_id"] == out["run_id"]
+
+
+class _Interrupted(Exception):
+    """Stands in for a kill: raised from the event handler mid-run."""
+
+
+def test_resume_refuses_a_run_whose_data_version_was_deleted(shared_data: Path, tiny_minilm_vocab_encoder: Path,
+                                                            tmp_path: Path) -> None:
+    """Issue 18, bad input: a fine-tuning run interrupted after its save at step 2, then its data
+    version's files are removed from the store, then its catalog row: each time ``--resume`` is
+    refused with one error naming the version (exit 2), and nothing is written (no run row, the
+    work folder as it was)."""
+    import shutil
+
+    from sqlalchemy import delete, func, select
+
+    from assay.catalog.engine import session_scope
+    from assay.catalog.models import DatasetVersion, Run
+    from assay.config import load_settings
+    from assay.training.stages import StageRequest
+    from assay.workers.training_jobs import run_stage
+    from assay.workers.training_stages import plan_stage
+
+    runner = CliRunner()
+    _ok(runner, ["ingest", str(shared_data / "wmt16-da-seg")])
+    settings = load_settings()
+    plan = plan_stage(settings, StageRequest("finetune", ("wmt16",), init=str(tiny_minilm_vocab_encoder), name="ft",
+                                             config={"max_steps": 6, "save_every": 2, "eval_every": 2,
+                                                     "batch_size": 8, "max_length": 64}))
+
+    def interrupt(event: dict[str, Any]) -> None:
+        if event.get("event") == "step" and event["step"] == 3:
+            raise _Interrupted
+
+    with pytest.raises(_Interrupted):
+        run_stage(settings, plan, on_event=interrupt)
+    work = Path(plan.work_dir)
+    before = sorted(p.name for p in work.rglob("*"))
+    with session_scope(settings) as session:
+        runs = session.scalar(select(func.count()).select_from(Run))
+        store_path = session.scalars(select(DatasetVersion.store_path)).one()
+    resume = ["train", "--stage", "finetune", "--data", "wmt16", "--init", str(tiny_minilm_vocab_encoder),
+              "--name", "ft", "--resume", "--steps", "6", "--save-every", "2", "--eval-every", "2", "--batch-size",
+              "8", "--max-length", "64", "--quiet"]
+
+    shutil.rmtree(settings.home / store_path)  # the version's files gone (a cleanup that went too far)
+    refused = runner.invoke(cli, resume)
+    assert refused.exit_code == 2, refused.output
+    assert re.search(r"cannot resume 'ft': it was training on wmt16@1 \(digest [0-9a-f]{12}\), which has no files "
+                     r"in the store any more .*Start a new run instead", refused.output), refused.output
+
+    with session_scope(settings) as session:  # and its catalog row deleted too
+        session.execute(delete(DatasetVersion))
+    refused = runner.invoke(cli, resume)
+    assert refused.exit_code == 2, refused.output
+    assert "it was training on wmt16@1" in refused.output and "which is no longer in the catalog" in refused.output
+    with session_scope(settings) as session:
+        assert session.scalar(select(func.count()).select_from(Run)) == runs
+    assert sorted(p.name for p in work.rglob("*")) == before

@@ -30,7 +30,7 @@ from assay.ports import LOOPBACK, free_port
 from assay.progress import TrainingProgress
 from assay.provenance import code_version
 from assay.training.config import TrainConfig
-from assay.training.plan import StagePlan, finetune_table
+from assay.training.plan import StagePlan, finetune_table, record_plan_data
 from assay.workers.checkpoint import CONFIG_FILE, checkpoint_digest
 from assay.workers.checkpoint_registry import register_folder
 from assay.workers.training.engine import TrainResult, train
@@ -143,6 +143,7 @@ def run_stage(settings: Settings, plan: StagePlan, *, resume: bool = False, on_e
                     "primary": plan.primary, "excluded": plan.excluded, "resume": resume},
         parent_run_id=parent_run_id,
     )
+    record_plan_data(plan)  # what --resume checks is still there
     recorder.start()
     try:
         table = stage_table(settings, plan)

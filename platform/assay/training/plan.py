@@ -11,9 +11,11 @@ layer that imports torch; this module has no model code.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,7 +30,7 @@ from assay.config import DEFAULT_SEED, Settings
 from assay.datasets import store
 from assay.datasets.human import human_array
 from assay.datasets.names import DatasetRef, VersionRef
-from assay.errors import UsageError
+from assay.errors import NotFoundError, UsageError
 
 STAGES = ("pretrain", "finetune")
 #: the column names of a training table (what the trainer reads)
@@ -232,12 +234,53 @@ def choose_name(settings: Settings, stage: str, data: Sequence[DataVersion], see
     return candidate
 
 
+#: the data a run was planned on, written into its work folder when it starts (``--resume`` checks it)
+PLAN_RECORD = "plan.json"
+
+
+def record_plan_data(plan: StagePlan) -> None:
+    """Write the versions ``plan`` trains on into its work folder (once, when the run starts)."""
+    from assay.atomic import write_text
+
+    folder = Path(plan.work_dir)
+    if not (folder / PLAN_RECORD).is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        write_text(json.dumps({"name": plan.name, "data": [d.as_dict() for d in plan.data]}, indent=2) + "\n",
+                   folder / PLAN_RECORD)
+
+
+def check_resumable(settings: Settings, name: str | None, resume: bool) -> None:
+    """``--resume NAME``: every version the interrupted run trained on must still be in the
+    catalog and the store (a run cannot be finished on other data). Refused otherwise, before
+    anything is written, naming the version and what to do."""
+    record = settings.work_dir / "training" / str(name) / PLAN_RECORD
+    if not resume or name is None or not record.is_file():
+        return
+    for data in json.loads(record.read_text(encoding="utf-8")).get("data", []):
+        label, digest = str(data["label"]), str(data["digest"])
+        pinned = f"{DatasetRef.parse(label).name}@{digest}"
+        gone = None
+        try:
+            with session_scope(settings) as session:
+                store_path = resolve(session, pinned).store_path
+        except NotFoundError:
+            gone = "is no longer in the catalog"
+        else:
+            if not (settings.home / store_path / store.MANIFEST).is_file():
+                gone = f"has no files in the store any more ({settings.home / store_path})"
+        if gone:
+            raise UsageError(f"cannot resume {name!r}: it was training on {label} (digest {digest[:12]}), which "
+                             f"{gone}; a run cannot be finished on other data. Start a new run instead (the same "
+                             f"command without --resume, with another --name); nothing was changed ({record})")
+
+
 def plan_finetune(settings: Settings, data: Sequence[str], *, init: str | None, init_digest: str | None,
                   config: dict[str, Any], name: str | None = None, resume: bool = False,
                   exclude: Sequence[str] = (), groups: Sequence[str] | None = None, aspect: str | None = None,
                   to_english: bool = True) -> StagePlan:
     """Fine-tuning on human ratings (§3): the data versions pinned, the rating head the objective."""
     check_not_excluded(list(data), exclude, "fine-tuning")
+    check_resumable(settings, name, resume)
     versions = [ratings_table(settings, ref, groups=groups, aspect=aspect, to_english=to_english)[1]
                 for ref in data]
     seed = int(config.get("seed", DEFAULT_SEED))

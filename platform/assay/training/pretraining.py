@@ -21,7 +21,7 @@ from assay.config import DEFAULT_SEED, Settings
 from assay.errors import UsageError
 from assay.synthetic.corpus import SYNTHETIC_FORMAT
 from assay.synthetic.versions import load_pairs, signal_tasks
-from assay.training.plan import DataVersion, StagePlan, check_not_excluded, choose_name
+from assay.training.plan import DataVersion, StagePlan, check_not_excluded, check_resumable, choose_name
 
 #: the signal objective validation ranks by default (Kendall tau of the held-out pairs): BERTScore
 #: F1 is the signal closest to a rating among Table 1's; else the first regression objective
@@ -59,6 +59,7 @@ def plan_pretrain(settings: Settings, synthetic: str, *, init: str | None, init_
                   config: dict[str, Any], name: str | None = None, resume: bool = False,
                   exclude: Sequence[str] = (), signals: Sequence[str] | None = None) -> StagePlan:
     """Pre-training on a stored synthetic version: one head per signal (§4.3)."""
+    check_resumable(settings, name, resume)
     with session_scope(settings) as session:
         version = resolve(session, synthetic)
         if version.format != SYNTHETIC_FORMAT:
@@ -69,6 +70,8 @@ def plan_pretrain(settings: Settings, synthetic: str, *, init: str | None, init_
         lineage = dict(version.derivation or {})
     sources = [s["label"] for s in lineage.get("sources", [])]
     check_not_excluded(sources, exclude, f"pre-training on {label} (drawn from {', '.join(sources)})")
+    _check_no_evaluation_sentences(settings, ref.pinned, label, [e for e in exclude
+                                                                if e not in lineage.get("exclude", [])])
     objectives = pretraining_objectives(settings, ref.pinned, signals)
     data = [DataVersion("pretrain", ref, rows)]
     chosen = choose_name(settings, "pretrain", data, int(config.get("seed", DEFAULT_SEED)), name, resume)
@@ -78,6 +81,27 @@ def plan_pretrain(settings: Settings, synthetic: str, *, init: str | None, init_
         primary=primary_objective(objectives), config=dict(config), excluded=excluded,
         out=str(settings.checkpoints_dir / chosen), work_dir=str(settings.work_dir / "training" / chosen),
     )
+
+
+def _check_no_evaluation_sentences(settings: Settings, pinned: str, label: str, unchecked: Sequence[str]) -> None:
+    """Refuse synthetic pairs whose sentences occur in an evaluation set the synthesis did not
+    exclude (a source that contains the evaluation set under another name): the evaluation set is
+    never trained on (BLEURT §5.1). Synthesis that excluded it removed such sentences already."""
+    from assay.synthetic.corpus import excluded_texts, normalise
+
+    if not unchecked:
+        return
+    held_out = excluded_texts(settings, unchecked)
+    if not held_out:
+        return
+    table = load_pairs(settings, pinned)
+    texts = {t for column in ("reference", "candidate") for t in table.column(column).to_pylist() if t}
+    found = sorted(t for t in texts if normalise(t) in held_out)
+    if found:
+        raise UsageError(f"pre-training on {label}: {len(found)} of its {len(texts)} sentences occur in "
+                         f"{', '.join(unchecked)}, which this recipe evaluates on (e.g. {found[0][:80]!r}); "
+                         f"synthesize from datasets without them (`assay synth --exclude {unchecked[0]}` removes "
+                         "them); the evaluation set is never trained on")
 
 
 def pretrain_table(settings: Settings, plan: StagePlan) -> pa.Table:
