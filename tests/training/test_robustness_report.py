@@ -29,8 +29,8 @@ def _part(section: str, heading: str) -> str:
 
 def test_learned_section_without_data_says_how_to_make_it(tmp_path: Path) -> None:
     section = _section(build_report(tmp_path).read_text(encoding="utf-8"))
-    assert section.count('class="empty"') == 3
-    for command in ("assay train --stage finetune", "assay robustness drift --dataset wmt17",
+    assert section.count('class="empty"') == 4  # training, sweeps, drift, WebNLG
+    for command in ("assay train --stage finetune", "assay sweep run", "assay robustness drift --dataset wmt17",
                     "assay robustness webnlg --dataset webnlg2017"):
         assert command in section
 
@@ -50,7 +50,7 @@ def test_learned_section_renders_stored_experiments(shared_data: Path, tmp_path:
 
     html = build_report(tmp_path).read_text(encoding="utf-8")
     section = _section(html)
-    assert 'class="empty"' not in section
+    assert section.count('class="empty"') == 1 and "No sweeps yet." in section  # no sweep here (tests/sweeps)
 
     # (a) training: both fine-tunings, the second's parent named; curves with the best step starred
     training = _part(section, "<h3>Training")
