@@ -62,19 +62,25 @@ def run_command(space_file: Path, name: str, trials: int, resume: bool, on_kille
 
 
 def _check_refs(space: Any, name: str, resume: bool) -> None:
-    """What the space names must exist, and the sweep must (not) exist, before a flow starts."""
+    """What the space names must exist, and the sweep must (not) exist, before a flow starts;
+    a refusal creates nothing (not even the study storage)."""
     from assay.config import load_settings
+    from assay.errors import NotFoundError
     from assay.sweeps.storage import open_storage
+    from assay.sweeps.study import storage_exists
     from assay.training.stages import StageRequest
     from assay.workers.sweep import open_study_check
     from assay.workers.training_stages import plan_stage
 
     settings = load_settings()
-    open_study_check(open_storage(settings), name, space, resume=resume)
     config = space.trial_config(space.enqueue[0] if space.enqueue else {})
     plan_stage(settings, StageRequest(space.stage, space.data, init=space.init, config={**config, "max_steps": 1},
                                       name=f"{name}-check", exclude=space.exclude, groups=space.groups,
                                       aspect=space.aspect))
+    if storage_exists(settings):
+        open_study_check(open_storage(settings), name, space, resume=resume)
+    elif resume:
+        raise NotFoundError(f"no sweep named {name!r} to resume (known: none)")
 
 
 @sweep_group.command("show")

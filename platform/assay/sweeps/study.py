@@ -34,6 +34,8 @@ def list_sweeps(settings: Settings) -> list[dict[str, Any]]:
     """Every sweep: name, trials, best validation tau."""
     import optuna
 
+    if not storage_exists(settings):
+        return []
     summaries = optuna.study.get_all_study_summaries(open_storage(settings), include_best_trial=True)
     return [{"sweep": s.study_name, "n_trials": s.n_trials, "started": s.datetime_start,
              "best_value": s.best_trial.value if s.best_trial else None,
@@ -44,6 +46,8 @@ def list_sweeps(settings: Settings) -> list[dict[str, Any]]:
 def load_study(settings: Settings, name: str) -> Any:
     import optuna
 
+    if not storage_exists(settings):
+        raise NotFoundError(f"no sweep named {name!r} (known: none)")
     storage = open_storage(settings)
     try:
         return optuna.load_study(study_name=name, storage=storage)
