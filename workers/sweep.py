@@ -95,6 +95,10 @@ def pruner_for(space: SearchSpace) -> Any:
 
     if space.pruner == "none":
         return optuna.pruners.NopPruner()
+    if space.pruner == "halving":  # ASHA (Li et al., 2020): rungs at min_resource x reduction_factor^k validations
+        return optuna.pruners.SuccessiveHalvingPruner(min_resource=max(1, space.warmup_evaluations),
+                                                     reduction_factor=space.reduction_factor,
+                                                     min_early_stopping_rate=0)
     return optuna.pruners.MedianPruner(n_startup_trials=space.startup_trials,
                                        n_warmup_steps=space.warmup_evaluations, interval_steps=1)
 

@@ -131,3 +131,33 @@ def test_enqueued_values_are_checked_and_kept_in_the_canonical_space(tmp_path: P
             load_space(path)
         message = str(info.value)
         assert message.startswith(f"{path}:{line}: ") and problem in message and expected in message, message
+
+
+def test_successive_halving_pruner(tmp_path: Path) -> None:
+    """``kind = "halving"``: Optuna's asynchronous successive halving (Li et al., 2020), its first
+    rung after ``warmup_evaluations`` validations, keeping the top 1/``reduction_factor``; the
+    factor is part of the search only for this pruner, and must be >= 2."""
+    import optuna
+
+    from assay.workers.sweep import pruner_for
+
+    text = GOOD.replace('kind = "median"', 'kind = "halving"\nreduction_factor = 2\nwarmup_evaluations = 1')
+    space = load_space(_write(tmp_path, text))
+    assert space.canonical()["reduction_factor"] == 2
+    assert "reduction_factor" not in load_space(_write(tmp_path, GOOD, "median.toml")).canonical()
+    pruner = pruner_for(space)
+    assert isinstance(pruner, optuna.pruners.SuccessiveHalvingPruner)
+    # rungs at 1, 2, 4 validations: with two earlier trials, a trial in the lower half at a rung stops
+    study = optuna.create_study(direction="maximize", pruner=pruner)
+    for taus in ([0.30, 0.35, 0.40], [0.32, 0.36, 0.41]):
+        trial = study.ask()
+        for step, tau in enumerate(taus, 1):
+            trial.report(tau, step)
+            assert not trial.should_prune()
+        study.tell(trial, taus[-1])
+    weak = study.ask()
+    weak.report(0.10, 1)
+    assert weak.should_prune()
+    bad = _write(tmp_path, text.replace("reduction_factor = 2", "reduction_factor = 1"), "bad.toml")
+    with pytest.raises(InputError, match=r"bad\.toml:\d+: key 'pruner.reduction_factor' is 1 \(expected an integer >= 2\)"):
+        load_space(bad)

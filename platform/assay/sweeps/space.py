@@ -22,10 +22,11 @@ its best step by. The file::
     [params.head_input]         # a choice
     choices = ["cls", "mean"]
 
-    [pruner]                    # Optuna's median rule (Golovin et al., 2017), or "none"
-    kind = "median"
+    [pruner]                    # Optuna's median rule (Golovin et al., 2017), "halving"
+    kind = "median"             # (asynchronous successive halving, Li et al., 2020), or "none"
     startup_trials = 2          # trials that always run to the end
     warmup_evaluations = 1      # validations of a trial before it may be stopped
+    reduction_factor = 3        # halving only: a trial goes on past a rung if in the top 1/3 there
 
     [[enqueue]]                 # optional: values to try first, in order (e.g. the recipe's defaults)
     learning_rate = 3e-5
@@ -58,9 +59,9 @@ TUNABLE: dict[str, type] = {
 }
 _CHOICES = {"head_input": HEAD_INPUTS}
 STAGES = ("finetune",)
-PRUNERS = ("median", "none")
+PRUNERS = ("median", "halving", "none")
 _TRIAL_KEYS = {"stage", "data", "init", "exclude", "config", "groups", "aspect"}
-_PRUNER_KEYS = {"kind", "startup_trials", "warmup_evaluations"}
+_PRUNER_KEYS = {"kind", "startup_trials", "warmup_evaluations", "reduction_factor"}
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,8 @@ class SearchSpace:
     pruner: str = "median"
     startup_trials: int = 2
     warmup_evaluations: int = 1
+    reduction_factor: int = 3
+    """``halving``: the share 1/reduction_factor of trials that go on past each rung"""
     enqueue: tuple[dict[str, Any], ...] = ()
     """values to try first, in order, before the sampler chooses (each names every parameter)"""
 
@@ -105,6 +108,8 @@ class SearchSpace:
                           for p in self.params]
         if not self.enqueue:
             data.pop("enqueue")  # a space without one keeps the digest it had before [[enqueue]] existed
+        if self.pruner != "halving":
+            data.pop("reduction_factor")  # as enqueue: only what acts is part of the search
         return json.loads(json.dumps(data, sort_keys=True))
 
     @classmethod
@@ -196,12 +201,12 @@ def load_space(path: str | Path) -> SearchSpace:
                           f"one of {', '.join(sorted(_PRUNER_KEYS))}")
     kind = pruner.get("kind", "median")
     if kind not in PRUNERS:
-        raise where.error("pruner", "kind", f"key 'pruner.kind' is {kind!r}", "'median' or 'none'")
+        raise where.error("pruner", "kind", f"key 'pruner.kind' is {kind!r}", "'median', 'halving' or 'none'")
     counts = {}
-    for key, default in (("startup_trials", 2), ("warmup_evaluations", 1)):
+    for key, default, least in (("startup_trials", 2, 0), ("warmup_evaluations", 1, 0), ("reduction_factor", 3, 2)):
         value = pruner.get(key, default)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise where.error("pruner", key, f"key 'pruner.{key}' is {value!r}", "an integer >= 0")
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            raise where.error("pruner", key, f"key 'pruner.{key}' is {value!r}", f"an integer >= {least}")
         counts[key] = value
     enqueue = _enqueued(data.get("enqueue", []), params, where)
     space = SearchSpace(path=str(path), stage=stage, data=data_versions, params=params, init=init,
