@@ -159,5 +159,6 @@ def test_successive_halving_pruner(tmp_path: Path) -> None:
     weak.report(0.10, 1)
     assert weak.should_prune()
     bad = _write(tmp_path, text.replace("reduction_factor = 2", "reduction_factor = 1"), "bad.toml")
-    with pytest.raises(InputError, match=r"bad\.toml:\d+: key 'pruner.reduction_factor' is 1 \(expected an integer >= 2\)"):
+    expected = r"bad\.toml:\d+: key 'pruner.reduction_factor' is 1 \(expected an integer >= 2\)"
+    with pytest.raises(InputError, match=expected):
         load_space(bad)
