@@ -6,7 +6,8 @@ process) fine-tunes ``--init`` (default: the embedded all-MiniLM-L6-v2; the reci
 checkpoint is the interesting one) on WMT16 to-English for ``--epochs`` with a validation every
 ``--eval-every`` steps, searching the learning rate (log scale) and the warm-up share with TPE
 (Bergstra et al., 2011); the median rule (Golovin et al., 2017) stops a trial whose validation
-Kendall tau is below the median of earlier trials at the same validation, after 2 startup trials.
+Kendall tau is below the median of earlier trials at the same validation, after 2 startup trials
+(``--pruner halving``: asynchronous successive halving, Li et al., 2020, instead).
 Early stopping is off, so a trial that is not pruned trains its full budget.
 
 Compute is counted in optimizer steps (every trial has the same batch size, so a step costs the
@@ -53,7 +54,7 @@ low = 0.0
 high = 0.3
 
 [pruner]
-kind = "median"
+kind = "{pruner}"
 startup_trials = 2
 warmup_evaluations = 1
 """
@@ -68,6 +69,8 @@ def _args() -> argparse.Namespace:
     p.add_argument("--epochs", type=float, default=1.0)
     p.add_argument("--eval-every", type=int, default=24)
     p.add_argument("--seed", type=int, default=12345)
+    p.add_argument("--pruner", choices=["median", "halving"], default="median",
+                   help="the median rule, or asynchronous successive halving (reduction factor 3)")
     p.add_argument("--wmt17", action="store_true", help="also score WMT17 with the best trial and the defaults")
     p.add_argument("--out", type=Path)
     return p.parse_args()
@@ -96,8 +99,8 @@ def main() -> int:
         ingest_path(args.data_dir / folder, settings=settings)
     space_file = home / "space.toml"
     init = f'init = "{args.init}"\n' if args.init else ""
-    space_file.write_text(SPACE.format(init=init, epochs=args.epochs, eval_every=args.eval_every, seed=args.seed),
-                          encoding="utf-8")
+    space_file.write_text(SPACE.format(init=init, epochs=args.epochs, eval_every=args.eval_every, seed=args.seed,
+                                       pruner=args.pruner), encoding="utf-8")
     space = load_space(space_file)
 
     defaults = BleurtRecipe().stage_config("finetune")
