@@ -28,6 +28,7 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,8 @@ def _args() -> argparse.Namespace:
     p.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
     p.add_argument("--pairs", type=int, default=40_000)
     p.add_argument("--synthetic", help="pre-train on this stored synthetic version instead of synthesizing")
+    p.add_argument("--pretrained", help="variant (b) fine-tunes this pre-trained checkpoint (name or folder, e.g. an "
+                   "earlier run's recipe-b-pretrain-sSEED) instead of synthesizing and pre-training again")
     p.add_argument("--pretrain-epochs", type=float, default=1.0)
     p.add_argument("--finetune-epochs", type=float, default=4.0)
     p.add_argument("--pretrain-lr", type=float)
@@ -131,6 +134,8 @@ def main() -> int:
         return config
 
     base = BleurtRecipe(seed=args.seed, n_pairs=args.pairs, synthetic=args.synthetic)
+    if args.pretrained:
+        base = base.with_overrides(pretrained=str(args.pretrained))
     if args.pooling:
         base = base.with_overrides(pooling=args.pooling)
     base = base.with_overrides(pretrain=stage_config(args.pretrain_epochs, args.pretrain_lr),
@@ -148,7 +153,8 @@ def main() -> int:
     checkpoints: dict[str, str] = {}
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     for variant in variants:
-        recipe = base.with_overrides(pretraining=variant == "b", name=f"recipe-{variant}")
+        recipe = (base.with_overrides(name="recipe-b") if variant == "b"
+                  else replace(base, pretraining=False, pretrained=None, name="recipe-a").validate())
         _log(f"variant ({variant}): {'pre-training + ' if variant == 'b' else ''}fine-tuning")
         result = run_recipe(recipe, stages, log=_log)
         report[f"stages_{variant}"] = {k: _stage_summary(v) for k, v in result["stages"].items()}
@@ -196,7 +202,7 @@ def _drift(settings: Any, alphas: list[float], checkpoints: dict[str, str], reci
     from assay.training.robustness import Variant, read_results
     from assay.workers.robustness_jobs import prepare_drift, run_experiment
 
-    pretrained = f"recipe-b-pretrain-s{args.seed}"
+    pretrained = args.pretrained or f"recipe-b-pretrain-s{args.seed}"
     log(f"quality drift at alpha {alphas}")
     experiment = prepare_drift("wmt17", alphas=alphas, variants=[Variant("a_no_pretraining", "encoder"),
                                                                 Variant("b_pretrained", pretrained)],

@@ -72,7 +72,10 @@ def run_recipe(recipe: BleurtRecipe, stages: Stages, *, log: Callable[[str], Non
         results["stages"][stage] = out
         return out
 
-    if recipe.pretraining:
+    if recipe.pretrained:
+        log(f"recipe: fine-tuning the pre-trained checkpoint {recipe.pretrained} (no synthesis, no pre-training)")
+        init = recipe.pretrained
+    elif recipe.pretraining:
         synthetic = recipe.synthetic
         if synthetic is None:
             spec = recipe.synthesis_spec()

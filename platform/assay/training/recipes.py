@@ -46,6 +46,9 @@ class BleurtRecipe:
     """datasets the synthetic sentences are drawn from"""
     synthetic: str | None = None
     """an existing synthetic version to pre-train on instead of synthesizing"""
+    pretrained: str | None = None
+    """an existing pre-trained checkpoint (name, digest or folder) to fine-tune instead of synthesizing
+    and pre-training: the recipe's later stages re-run over the same first two (its lineage names it)"""
     n_pairs: int = 40_000
     signals: tuple[str, ...] = DEFAULT_SIGNALS
     mask_filling_share: float = 0.5
@@ -81,6 +84,9 @@ class BleurtRecipe:
             check_not_excluded([self.webnlg], self.evaluate_on, "WebNLG fine-tuning")
         if not self.finetune_data:
             raise UsageError("the recipe fine-tunes on rated data: give --finetune-data")
+        if self.pretrained and (not self.pretraining or self.synthetic):
+            raise UsageError("recipe: pretrained names the pre-trained checkpoint to fine-tune; it goes with "
+                             "pretraining = true and without synthetic (nothing is synthesized or pre-trained)")
         if self.pooling not in HEAD_INPUTS:
             raise UsageError(f"recipe: pooling {self.pooling!r}; expected one of {', '.join(HEAD_INPUTS)}")
         return self
@@ -140,7 +146,7 @@ class BleurtRecipe:
 
 def stage_names(recipe: BleurtRecipe) -> Sequence[str]:
     """The stages the recipe runs, in order."""
-    stages = ["synthesize", "pretrain"] if recipe.pretraining else []
+    stages = ["synthesize", "pretrain"] if recipe.pretraining and not recipe.pretrained else []
     stages.append("finetune")
     if recipe.webnlg:
         stages.append("webnlg")
