@@ -35,6 +35,8 @@ from assay.errors import UsageError
 @click.option("--from", "sources", multiple=True, metavar="NAME[@VERSION]",
               help="Recipe: datasets the synthetic sentences come from (default wmt16, wmt18).")
 @click.option("--synthetic", metavar="NAME[@VERSION]", help="Recipe: pre-train on this synthetic version.")
+@click.option("--pretrained", metavar="CHECKPOINT",
+              help="Recipe: fine-tune this pre-trained checkpoint instead of synthesizing and pre-training again.")
 @click.option("--pairs", type=int, help="Recipe: synthetic pairs to make (default 40,000).")
 @click.option("--masked-lm", metavar="MODEL", help="Recipe: fill masks with this Hugging Face masked LM.")
 @click.option("--no-pretraining", is_flag=True, help="Recipe: fine-tune the encoder directly (no synthetic stage).")
@@ -49,8 +51,8 @@ from assay.errors import UsageError
 def train_command(stage: str | None, recipe: str | None, data: tuple[str, ...], init: str | None, name: str | None,
                   resume: bool, groups: tuple[str, ...], aspect: str | None, exclude: tuple[str, ...],
                   signals: tuple[str, ...], processes: int, as_json: bool, evaluate_on: tuple[str, ...],
-                  sources: tuple[str, ...],
-                  synthetic: str | None, pairs: int | None, masked_lm: str | None, no_pretraining: bool,
+                  sources: tuple[str, ...], synthetic: str | None, pretrained: str | None,
+                  pairs: int | None, masked_lm: str | None, no_pretraining: bool,
                   webnlg: str | None, webnlg_aspect: str | None, pretrain_steps: int | None,
                   pretrain_epochs: float | None, finetune_steps: int | None, finetune_epochs: float | None,
                   **options: Any) -> None:
@@ -68,13 +70,15 @@ def train_command(stage: str | None, recipe: str | None, data: tuple[str, ...], 
     if recipe is not None and processes != 1:
         raise UsageError("--processes applies to one --stage")
     if recipe is not None:
-        recipe_options = {"evaluate_on": evaluate_on, "sources": sources, "synthetic": synthetic, "n_pairs": pairs,
+        recipe_options = {"evaluate_on": evaluate_on, "sources": sources, "synthetic": synthetic,
+                          "pretrained": pretrained, "n_pairs": pairs,
                           "masked_lm": masked_lm, "webnlg": webnlg, "webnlg_aspect": webnlg_aspect,
                           "pretrain_steps": pretrain_steps, "pretrain_epochs": pretrain_epochs,
                           "finetune_steps": finetune_steps, "finetune_epochs": finetune_epochs}
         run_recipe_command(data, init, name, no_pretraining, signals, recipe_options, options, as_json)
         return
     recipe_only = [k for k, v in {"--evaluate-on": evaluate_on, "--from": sources, "--synthetic": synthetic,
+                                  "--pretrained": pretrained,
                                   "--pairs": pairs, "--masked-lm": masked_lm, "--webnlg": webnlg,
                                   "--no-pretraining": no_pretraining, "--pretrain-steps": pretrain_steps,
                                   "--finetune-steps": finetune_steps, "--pretrain-epochs": pretrain_epochs,

@@ -166,6 +166,16 @@ def test_recipe_synthesizes_pretrains_and_finetunes_without_touching_the_evaluat
     # the recipe's pooling reaches both stages' heads (the pre-trained checkpoint is made with it)
     assert pre["lineage"]["hyperparameters"]["head_input"] == info["lineage"]["hyperparameters"]["head_input"] == "cls"
 
+    # the later stages again over the same pre-trained checkpoint: nothing synthesized or pre-trained
+    again = json.loads(_ok(runner, [
+        "train", "--recipe", "bleurt", "--pretrained", "toy-pretrain-s12345", "--finetune-steps", "2",
+        "--batch-size", "8", "--name", "toy2", "--head-input", "cls", "--json"]))
+    assert list(again["stages"]) == ["finetune"] and again["recipe"]["pretrained"] == "toy-pretrain-s12345"
+    second = json.loads(_ok(runner, ["checkpoints", "show", again["checkpoint"], "--json"]))
+    assert second["parent"] == "toy-pretrain-s12345" and second["lineage"]["excluded"] == ["wmt17"]
+    refused = runner.invoke(cli, ["train", "--stage", "finetune", "--data", "wmt16", "--pretrained", "toy"])
+    assert refused.exit_code == 2 and "--pretrained apply to --recipe" in refused.output
+
 
 def test_recipe_pooling_is_validated() -> None:
     from assay.errors import UsageError
@@ -176,6 +186,10 @@ def test_recipe_pooling_is_validated() -> None:
     assert BleurtRecipe.from_dict({"pooling": "cls"}).stage_config("pretrain")["head_input"] == "cls"
     with pytest.raises(UsageError, match="pooling 'max'; expected one of cls, pooler, mean"):
         BleurtRecipe.from_dict({"pooling": "max"})
+    with pytest.raises(UsageError, match="pretrained names the pre-trained checkpoint"):
+        BleurtRecipe.from_dict({"pretrained": "pre", "pretraining": False})
+    with pytest.raises(UsageError, match="pretrained names the pre-trained checkpoint"):
+        BleurtRecipe.from_dict({"pretrained": "pre", "synthetic": "synth-wmt16-wmt18"})
 
 
 def test_data_parallel_finetuning_under_torchrun_registers_like_one_process(
