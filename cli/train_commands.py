@@ -45,7 +45,7 @@ from assay.errors import UsageError
 @click.option("--pretrain-steps", type=int, help="Recipe: pre-training steps (default: 1 epoch).")
 @click.option("--pretrain-epochs", type=float, help="Recipe: pre-training epochs.")
 @click.option("--finetune-steps", type=int, help="Recipe: fine-tuning steps.")
-@click.option("--finetune-epochs", type=float, help="Recipe: fine-tuning epochs (default 4).")
+@click.option("--finetune-epochs", type=float, help="Recipe: fine-tuning epochs (default 6).")
 @quiet_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def train_command(stage: str | None, recipe: str | None, data: tuple[str, ...], init: str | None, name: str | None,
