@@ -14,7 +14,7 @@ sample and evaluated on its test sample.
 
 Every stage's pair count, steps, time and the device are printed. Runs in a fresh ASSAY_HOME
 (``--home``, default a temporary folder); ``--data-dir`` is ``../shared/data``. Sizes default to
-the CPU recipe (40,000 pairs, 1 pre-training epoch, 6 fine-tuning epochs: about 55 minutes on the
+the CPU recipe (40,000 pairs, 1 pre-training epoch, 6 fine-tuning epochs: about 30 minutes alone on the
 project's 2-core machines); a GPU host can afford more (``--pairs``, ``--pretrain-epochs``).
 
     python benchmarks/bleurt_recipe.py --out recipe.json
