@@ -14,8 +14,8 @@ sample and evaluated on its test sample.
 
 Every stage's pair count, steps, time and the device are printed. Runs in a fresh ASSAY_HOME
 (``--home``, default a temporary folder); ``--data-dir`` is ``../shared/data``. Sizes default to
-the CPU recipe (40,000 pairs, 1 pre-training epoch, 6 fine-tuning epochs): the recipe itself takes about
-30 minutes alone on the project's 2-core machines, and (a) and the drift experiment come on top of
+the CPU recipe (80,000 pairs, 1 pre-training epoch, 6 fine-tuning epochs): the recipe itself takes under
+an hour alone on the project's 2-core machines, and (a) and the drift experiment come on top of
 it; a GPU host can afford more (``--pairs``, ``--pretrain-epochs``).
 
     python benchmarks/bleurt_recipe.py --out recipe.json
@@ -40,7 +40,7 @@ def _args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--home", type=Path, help="ASSAY_HOME to use (default: a new temporary folder)")
     p.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
-    p.add_argument("--pairs", type=int, default=40_000)
+    p.add_argument("--pairs", type=int, default=80_000)
     p.add_argument("--synthetic", help="pre-train on this stored synthetic version instead of synthesizing")
     p.add_argument("--pretrained", help="variant (b) fine-tunes this pre-trained checkpoint (name or folder, e.g. an "
                    "earlier run's recipe-b-pretrain-sSEED) instead of synthesizing and pre-training again")

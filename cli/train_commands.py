@@ -37,7 +37,7 @@ from assay.errors import UsageError
 @click.option("--synthetic", metavar="NAME[@VERSION]", help="Recipe: pre-train on this synthetic version.")
 @click.option("--pretrained", metavar="CHECKPOINT",
               help="Recipe: fine-tune this pre-trained checkpoint instead of synthesizing and pre-training again.")
-@click.option("--pairs", type=int, help="Recipe: synthetic pairs to make (default 40,000).")
+@click.option("--pairs", type=int, help="Recipe: synthetic pairs to make (default 80,000).")
 @click.option("--masked-lm", metavar="MODEL", help="Recipe: fill masks with this Hugging Face masked LM.")
 @click.option("--no-pretraining", is_flag=True, help="Recipe: fine-tune the encoder directly (no synthetic stage).")
 @click.option("--webnlg", metavar="NAME[@VERSION]", help="Recipe: a third stage on WebNLG ratings.")
