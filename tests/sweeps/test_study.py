@@ -4,6 +4,7 @@ settling of trials a killed sweep left Running (failed, then queued again or ski
 
 from __future__ import annotations
 
+import threading
 import uuid
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from sqlalchemy import create_engine, text
 from assay.config import load_settings
 from assay.errors import NotFoundError, UsageError
 from assay.sweeps.space import SearchSpace, load_space
-from assay.sweeps.storage import SQLITE_FILE, close_storages
+from assay.sweeps.storage import SQLITE_FILE, close_storages, create_storage
 from assay.workers.sweep import ask_trial, load_study, open_study, settle_killed_trials, sweep_summary
 from tests.team_server import _database_url, create_database, drop_database, require_postgres
 
@@ -95,6 +96,60 @@ def test_the_study_in_the_postgresql_catalog_database(tmp_path: Path, monkeypatc
             assert conn.execute(text("SELECT version_num FROM public.alembic_version")).scalar_one() == before
             assert conn.execute(text("SELECT count(*) FROM optuna.studies")).scalar_one() == 1
             assert conn.execute(text("SELECT count(*) FROM optuna.trials")).scalar_one() == 2
+        engine.dispose()
+    finally:
+        drop_database(name)
+
+
+def _open_at_once(workers: int = 4) -> list[str]:
+    """Open the storage from several threads released together: each opens its own engine, as
+    separate processes would; returns their errors."""
+    settings, errors = load_settings(), []
+    start = threading.Barrier(workers)
+
+    def open_one() -> None:
+        start.wait()
+        try:
+            storage = create_storage(settings)
+            storage.remove_session()
+            storage.engine.dispose()
+        except Exception as exc:  # reported by the assertion below
+            errors.append(f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
+
+    threads = [threading.Thread(target=open_one) for _ in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return errors
+
+
+def test_workers_opening_a_new_study_storage_at_once_all_get_it(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """CI once lost a sweep this way: the test polled the study while the sweep's process made it,
+    and the sweep died on "UNIQUE constraint failed: alembic_version". Without the lock in
+    ``create_storage`` every round below fails ("table studies already exists")."""
+    for round_ in range(3):
+        home = tmp_path / f"home-{round_}"
+        home.mkdir()
+        monkeypatch.setenv("ASSAY_HOME", str(home))
+        assert _open_at_once() == []
+        storage = create_storage(load_settings())
+        assert storage.get_all_studies() == []
+        storage.engine.dispose()
+
+
+def test_workers_opening_a_new_study_storage_in_postgresql_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same on a team's PostgreSQL catalog: the schema ``optuna`` and its tables are made once."""
+    require_postgres()
+    name = f"assay_sweep_{uuid.uuid4().hex[:10]}"
+    create_database(name)
+    try:
+        monkeypatch.setenv("ASSAY_CATALOG_URL", _database_url(name, "psycopg"))
+        assert _open_at_once() == []
+        engine = create_engine(_database_url(name, "psycopg"))
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT count(*) FROM optuna.alembic_version")).scalar_one() == 1
         engine.dispose()
     finally:
         drop_database(name)

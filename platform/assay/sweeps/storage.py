@@ -2,7 +2,8 @@
 shares the study (Akiba et al., 2019, "Optuna", §4: distributed optimisation over one RDB storage).
 
 - PostgreSQL catalog (a team): the same database, in its own schema ``optuna``.
-- SQLite catalog (one machine): the file ``sweeps.sqlite`` beside ``catalog.sqlite``.
+- SQLite catalog (one machine): the file ``sweeps.sqlite`` beside ``catalog.sqlite`` (and
+  ``sweeps.sqlite.lock``, locked while a process opens it).
 
 Optuna keeps its own Alembic revision in a table named ``alembic_version``, the table the catalog's
 migrations use, so its tables cannot sit in the catalog's own namespace: a schema on PostgreSQL, a
@@ -11,6 +12,9 @@ sibling file on SQLite (which has no schemas).
 
 from __future__ import annotations
 
+import fcntl
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +25,8 @@ from assay.config import Settings
 SCHEMA = "optuna"
 SQLITE_FILE = "sweeps.sqlite"
 _OPEN: dict[str, Any] = {}
+#: the PostgreSQL advisory lock held while a storage is opened (any fixed 64-bit key of our own)
+_ADVISORY_KEY = 0x4153534159535750  # "ASSAYSWP"
 
 
 def storage_url(settings: Settings) -> tuple[str, dict[str, Any]]:
@@ -41,23 +47,53 @@ def storage_url(settings: Settings) -> tuple[str, dict[str, Any]]:
 def open_storage(settings: Settings) -> Any:
     """Optuna's ``RDBStorage`` for this catalog (its tables made on first use); one per catalog in a
     process, like the catalog's own engines (:func:`close_storages` disposes of them)."""
+    url, _ = storage_url(settings)
+    if url not in _OPEN:
+        _OPEN[url] = create_storage(settings)
+    return _OPEN[url]
+
+
+def create_storage(settings: Settings) -> Any:
+    """A new ``RDBStorage`` for this catalog, making its schema and tables if they are missing.
+
+    Several processes may open a new storage at the same moment (a sweep and ``assay sweep show``,
+    or a team's workers starting together). Optuna makes its tables and stamps its Alembic revision
+    without a lock, so all but one of them would fail on what another has just made ("table studies
+    already exists", "UNIQUE constraint failed: alembic_version"); the opening is therefore done
+    under a lock every opener takes: a PostgreSQL advisory lock, or an exclusive lock on a file
+    beside the SQLite storage."""
     import optuna
 
     url, engine_kwargs = storage_url(settings)
-    if url in _OPEN:
-        return _OPEN[url]
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    with _opening_lock(settings, url):
+        return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs)
+
+
+@contextmanager
+def _opening_lock(settings: Settings, url: str) -> Iterator[None]:
     if make_url(url).get_backend_name() == "postgresql":
         from assay.catalog.engine import make_engine
 
         engine = make_engine(settings.catalog_url)
         try:
-            with engine.begin() as conn:
-                conn.execute(text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
+            with engine.connect() as conn:
+                conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": _ADVISORY_KEY})
+                try:
+                    conn.execute(text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
+                    conn.commit()
+                    yield
+                finally:
+                    conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _ADVISORY_KEY})
+                    conn.commit()
         finally:
             engine.dispose()
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    storage = _OPEN[url] = optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs)
-    return storage
+        return
+    database = make_url(url).database
+    assert database is not None
+    with open(f"{database}.lock", "a") as lock:  # flock: released when the file is closed
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def close_storages() -> None:
