@@ -72,28 +72,28 @@ def create_storage(settings: Settings) -> Any:
 
 @contextmanager
 def _opening_lock(settings: Settings, url: str) -> Iterator[None]:
-    if make_url(url).get_backend_name() == "postgresql":
-        from assay.catalog.engine import make_engine
-
-        engine = make_engine(settings.catalog_url)
-        try:
-            with engine.connect() as conn:
-                conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": _ADVISORY_KEY})
-                try:
-                    conn.execute(text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
-                    conn.commit()
-                    yield
-                finally:
-                    conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _ADVISORY_KEY})
-                    conn.commit()
-        finally:
-            engine.dispose()
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "postgresql":
+        assert parsed.database is not None
+        with open(f"{parsed.database}.lock", "a") as lock:  # flock: released when the file is closed
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
         return
-    database = make_url(url).database
-    assert database is not None
-    with open(f"{database}.lock", "a") as lock:  # flock: released when the file is closed
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
+    from assay.catalog.engine import make_engine
+
+    engine = make_engine(settings.catalog_url)
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": _ADVISORY_KEY})
+            try:
+                conn.execute(text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
+                conn.commit()
+                yield
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _ADVISORY_KEY})
+                conn.commit()
+    finally:
+        engine.dispose()
 
 
 def close_storages() -> None:
