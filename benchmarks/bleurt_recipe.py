@@ -65,6 +65,27 @@ def _log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
+def _host(device: str) -> dict[str, Any]:
+    """What the timings ran on. Machines of one kind differ: the stage seconds of one 2-core host with
+    AVX-512 and one with only AVX2 are not comparable, so the report says which it was."""
+    import platform
+
+    import torch
+
+    model = platform.processor() or platform.machine()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        names = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
+                 if line.startswith("model name")]
+        model = names[0] if names else model
+    host: dict[str, Any] = {"cpu": model, "logical_cpus": os.cpu_count(),
+                            "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+                            "torch_threads": torch.get_num_threads(), "torch": torch.__version__}
+    if device.startswith("cuda"):
+        host["gpu"] = torch.cuda.get_device_name(0)
+    return host
+
+
 def _ingest(settings: Any, data_dir: Path) -> dict[str, Any]:
     from assay.jobs.ingest import ingest_path
 
@@ -120,8 +141,8 @@ def main() -> int:
 
     settings = load_settings()
     device = str(pick_device(None if args.device == "auto" else args.device))
-    report: dict[str, Any] = {"device": device, "home": str(home), "seed": args.seed}
-    _log(f"ASSAY_HOME={home} device={device}")
+    report: dict[str, Any] = {"device": device, "host": _host(device), "home": str(home), "seed": args.seed}
+    _log(f"ASSAY_HOME={home} device={device} host={report['host']}")
     started = time.perf_counter()
     report["data"] = _ingest(settings, args.data_dir)
     report["ingest_seconds"] = round(time.perf_counter() - started, 2)
