@@ -14,8 +14,8 @@ sample and evaluated on its test sample.
 
 Every stage's pair count, steps, time and the device are printed. Runs in a fresh ASSAY_HOME
 (``--home``, default a temporary folder); ``--data-dir`` is ``../shared/data``. Sizes default to
-the CPU recipe (80,000 pairs, 1 pre-training epoch, 6 fine-tuning epochs): the recipe itself takes about
-65 minutes alone on the project's 2-core machines, and (a) and the drift experiment come on top of
+the CPU recipe (80,000 pairs, 1 pre-training epoch, 6 fine-tuning epochs): the recipe itself takes 65
+minutes (an AVX2-only host: 101) alone on the project's 2-core machines, and (a) and the drift experiment come on top of
 it; a GPU host can afford more (``--pairs``, ``--pretrain-epochs``).
 
     python benchmarks/bleurt_recipe.py --out recipe.json
