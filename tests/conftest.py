@@ -65,6 +65,11 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["PREFECT_HOME"] = home
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_LOGGING_TO_API_ENABLED", "false")
+    # Prefect reads its settings once, here: a test that runs a flow without the harness gets
+    # Prefect's temporary server, whose start Prefect waits 20 s for by default. Beside the other
+    # workers of a 2-core CI machine that start once took longer ("Timed out while attempting to
+    # connect to ephemeral Prefect API server"); the CLI's own default is 120 s (assay.flows.engine).
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
     import prefect.main  # noqa: F401  (prefect/__init__ is lazy; prefect.main configures its logging)
 
 
