@@ -86,6 +86,29 @@ def _host(device: str) -> dict[str, Any]:
     return host
 
 
+def _cpu_ticks() -> list[int] | None:
+    """The machine's CPU time counters (/proc/stat: user, nice, system, idle, iowait, irq, softirq,
+    steal), or None where there is no /proc."""
+    stat = Path("/proc/stat")
+    if not stat.exists():
+        return None
+    fields = stat.read_text().splitlines()[0].split()
+    return [int(v) for v in fields[1:9]]
+
+
+def _cpu_shares(before: list[int] | None, after: list[int] | None) -> dict[str, float] | None:
+    """How the machine's CPU time was spent between two readings: user, system, idle and steal
+    (time the hypervisor gave to another guest) as shares of the total. On a shared host the same
+    work takes longer when steal is high, so the report carries it beside the stage times."""
+    if before is None or after is None:
+        return None
+    delta = [b - a for a, b in zip(before, after, strict=True)]
+    total = sum(delta) or 1
+    user, nice, system, idle, iowait, irq, softirq, steal = delta
+    return {"user": round((user + nice) / total, 4), "system": round((system + irq + softirq) / total, 4),
+            "idle": round((idle + iowait) / total, 4), "steal": round(steal / total, 4)}
+
+
 def _ingest(settings: Any, data_dir: Path) -> dict[str, Any]:
     from assay.jobs.ingest import ingest_path
 
@@ -144,6 +167,7 @@ def main() -> int:
     report: dict[str, Any] = {"device": device, "host": _host(device), "home": str(home), "seed": args.seed}
     _log(f"ASSAY_HOME={home} device={device} host={report['host']}")
     started = time.perf_counter()
+    ticks = _cpu_ticks()
     report["data"] = _ingest(settings, args.data_dir)
     report["ingest_seconds"] = round(time.perf_counter() - started, 2)
 
@@ -209,6 +233,7 @@ def main() -> int:
     if alphas and "a" in checkpoints and "b" in checkpoints:
         report["drift"] = _drift(settings, alphas, checkpoints, base, args, _log)
     report["total_seconds"] = round(time.perf_counter() - started, 2)
+    report["host"]["cpu_time_shares"] = _cpu_shares(ticks, _cpu_ticks())
     text = json.dumps(report, indent=2, sort_keys=False)
     print(text)
     if args.out:
