@@ -211,10 +211,26 @@ def _tensors(folder: Path) -> dict[str, torch.Tensor]:
 
 
 def test_frozen_embeddings_and_staged_unfreezing(
-    tiny_encoder: Path, tmp_path: Path, rows: list[dict[str, Any]],
+    tiny_encoder: Path, tmp_path: Path, rows: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    import assay.workers.training.engine as engine
+
+    models: list[torch.nn.Module] = []
+
+    def keep_model(*args: Any, **kwargs: Any) -> torch.nn.Module:
+        models.append(engine_prepare(*args, **kwargs))
+        return models[-1]
+
+    engine_prepare = engine.prepare_model
+    monkeypatch.setattr(engine, "prepare_model", keep_model)
+
     def changed(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor], prefix: str) -> bool:
         return any(not torch.equal(a[k], b[k]) for k in a if k.startswith(prefix))
+
+    def needs_grad(prefix: str) -> set[bool]:
+        """Whether autograd reaches the parameters under ``prefix`` of the last model trained (a
+        frozen block must cost no backward pass, not only take no step)."""
+        return {p.requires_grad for name, p in models[-1].metric.named_parameters() if name.startswith(prefix)}
 
     def run(name: str, **changes: Any) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
         train(rows, init=tiny_encoder, out=tmp_path / name, objectives=RATING, primary="rating",
@@ -230,9 +246,12 @@ def test_frozen_embeddings_and_staged_unfreezing(
     before, after = run("staged", unfreeze=((0, 0), (5, 1)))
     assert not changed(before, after, "encoder.embeddings.") and not changed(before, after, "encoder.encoder.layer.0.")
     assert changed(before, after, "encoder.encoder.layer.1.") and changed(before, after, "head.")
+    assert needs_grad("encoder.embeddings.") == needs_grad("encoder.encoder.layer.0.") == {False}
+    assert needs_grad("encoder.encoder.layer.1.") == {True}
     before, after = run("heads-only", unfreeze=((0, 0),))
     assert not changed(before, after, "encoder.")
     assert changed(before, after, "head.")
+    assert needs_grad("encoder.encoder.") == {False} and needs_grad("head.") == {True}
 
 
 @pytest.mark.parametrize(

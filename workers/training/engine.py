@@ -36,9 +36,10 @@ anything; the parent's digest in the lineage still leads to them).
 
 On CUDA the steps are short for a small encoder (MiniLM: ~25 ms, mostly Python), so the defaults
 avoid making the CPU wait for the GPU: the per-step loss is kept as a tensor and read every
-``log_every`` (50) steps, host-to-device copies are asynchronous from pinned memory, AdamW is the
-fused kernel, and batches are padded to a multiple of 16 tokens (each new sequence length costs a
-one-time kernel selection). On the CPU every step is logged and there is no extra padding.
+``log_every`` (50) steps, host-to-device copies are asynchronous from pinned memory, and batches
+are padded to a multiple of 16 tokens (each new sequence length costs a one-time kernel selection).
+On the CPU every step is logged and there is no extra padding. AdamW is the fused kernel on both.
+Frozen blocks (staged unfreezing) stop autograd, so they cost no backward pass.
 ``benchmarks/train_throughput.py`` measures the effect.
 
 ``work_dir`` layout: ``run.json`` (what is being trained; a resume must match it), ``init-<key>/``,
@@ -190,12 +191,33 @@ class _AssayTrainer(Trainer):
         self._assay_sampler = sampler
         self._progress = progress
         self._stage_params = stage_params
+        self._staged: list[nn.Parameter] | None = None  # the parameters staged unfreezing switches
+        self._frozen_now: set[int] | None = None
 
     def _get_train_sampler(self, train_dataset: Any = None) -> EpochSampler:
         return self._assay_sampler
 
+    def _freeze_for_step(self, step: int) -> None:
+        """Stop autograd at the blocks not yet unfrozen, so that they cost no backward pass (the
+        lowest frozen blocks need no input gradient either: with the embeddings and the bottom two of
+        MiniLM's six blocks frozen, a pre-training step took about a quarter less time on the CPU).
+
+        Called from the first step on, when Trainer has already built AdamW over every trainable
+        parameter, so a block unfrozen later is in the optimizer. One process only: DDP registers
+        its gradient hooks once, for the parameters that required a gradient then."""
+        assert self._stage_params is not None
+        if self._staged is None:
+            self._staged = [p for p in self.model.parameters() if p.requires_grad]
+        frozen = {id(p) for p in self._stage_params(step)}
+        if frozen != self._frozen_now:
+            for p in self._staged:
+                p.requires_grad_(id(p) not in frozen)
+            self._frozen_now = frozen
+
     def training_step(self, model: nn.Module, inputs: dict[str, Any], num_items_in_batch: Any = None,
                       ) -> torch.Tensor:
+        if self._stage_params is not None and self.accelerator.num_processes == 1:
+            self._freeze_for_step(self.state.global_step)
         loss = super().training_step(model, inputs, num_items_in_batch)
         if self._stage_params is not None:
             # staged unfreezing: blocks not yet unfrozen take no step (AdamW skips a None grad)
@@ -703,7 +725,9 @@ def _training_arguments(config: TrainConfig, trainer_dir: Path, max_steps: int, 
         warmup_steps=math.ceil(config.warmup_ratio * max_steps),
         lr_scheduler_type="linear",
         max_grad_norm=config.max_grad_norm,
-        optim="adamw_torch" if use_cpu else "adamw_torch_fused",  # fused: one kernel per step on CUDA
+        # fused: one kernel per step on CUDA; on the CPU one pass over the parameters instead of
+        # several (AdamW's update went from about 100 to 30 ms a step for MiniLM on 2 cores)
+        optim="adamw_torch_fused",
         seed=config.seed,
         data_seed=config.seed,
         eval_strategy="steps",
