@@ -14,8 +14,8 @@ sample and evaluated on its test sample.
 
 Every stage's pair count, steps, time and the device are printed. Runs in a fresh ASSAY_HOME
 (``--home``, default a temporary folder); ``--data-dir`` is ``../shared/data``. Sizes default to
-the CPU recipe (80,000 pairs, 1 pre-training epoch, 6 fine-tuning epochs): the recipe itself takes 65
-to 101 minutes alone on the project's 2-core machines, by host (``host`` in the JSON), and (a) and the
+the CPU recipe (80,000 pairs, 1 pre-training epoch, 6 fine-tuning epochs): the recipe itself took 64
+minutes alone on an AVX2 host of the project's 2-core machines (``host`` in the JSON), and (a) and the
 drift experiment come on top of it; a GPU host can afford more (``--pairs``, ``--pretrain-epochs``).
 
     python benchmarks/bleurt_recipe.py --out recipe.json
@@ -66,8 +66,9 @@ def _log(message: str) -> None:
 
 
 def _host(device: str) -> dict[str, Any]:
-    """What the timings ran on. Hosts of one kind differ (the same recipe took 65 minutes on one 2-core
-    host and 101 on an AVX2-only one), so the report says which it was."""
+    """What the timings ran on. Hosts of one kind differ (the same recipe once took 65 minutes on one 2-core
+    host and 101 on an AVX2-only one), so the report says which it was, and how much CPU time went
+    to other guests (steal)."""
     import platform
 
     import torch
