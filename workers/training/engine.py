@@ -205,7 +205,7 @@ class _AssayTrainer(Trainer):
         Called from the first step on, when Trainer has already built AdamW over every trainable
         parameter, so a block unfrozen later is in the optimizer. One process only: DDP registers
         its gradient hooks once, for the parameters that required a gradient then."""
-        assert self._stage_params is not None
+        assert self._stage_params is not None and self.model is not None
         if self._staged is None:
             self._staged = [p for p in self.model.parameters() if p.requires_grad]
         frozen = {id(p) for p in self._stage_params(step)}
