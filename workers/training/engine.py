@@ -197,7 +197,7 @@ class _AssayTrainer(Trainer):
     def _get_train_sampler(self, train_dataset: Any = None) -> EpochSampler:
         return self._assay_sampler
 
-    def _freeze_for_step(self, step: int) -> None:
+    def _freeze(self, frozen_params: list[nn.Parameter]) -> None:
         """Stop autograd at the blocks not yet unfrozen, so that they cost no backward pass (the
         lowest frozen blocks need no input gradient either: with the embeddings and the bottom two of
         MiniLM's six blocks frozen, a pre-training step took about a quarter less time on the CPU).
@@ -205,10 +205,10 @@ class _AssayTrainer(Trainer):
         Called from the first step on, when Trainer has already built AdamW over every trainable
         parameter, so a block unfrozen later is in the optimizer. One process only: DDP registers
         its gradient hooks once, for the parameters that required a gradient then."""
-        assert self._stage_params is not None and self.model is not None
+        assert self.model is not None
         if self._staged is None:
             self._staged = [p for p in self.model.parameters() if p.requires_grad]
-        frozen = {id(p) for p in self._stage_params(step)}
+        frozen = {id(p) for p in frozen_params}
         if frozen != self._frozen_now:
             for p in self._staged:
                 p.requires_grad_(id(p) not in frozen)
@@ -216,13 +216,13 @@ class _AssayTrainer(Trainer):
 
     def training_step(self, model: nn.Module, inputs: dict[str, Any], num_items_in_batch: Any = None,
                       ) -> torch.Tensor:
+        frozen = self._stage_params(self.state.global_step) if self._stage_params is not None else []
         if self._stage_params is not None and self.accelerator.num_processes == 1:
-            self._freeze_for_step(self.state.global_step)
+            self._freeze(frozen)
         loss = super().training_step(model, inputs, num_items_in_batch)
-        if self._stage_params is not None:
-            # staged unfreezing: blocks not yet unfrozen take no step (AdamW skips a None grad)
-            for p in self._stage_params(self.state.global_step):
-                p.grad = None
+        # staged unfreezing: blocks not yet unfrozen take no step (AdamW skips a None grad)
+        for p in frozen:
+            p.grad = None
         # the loss of the whole global batch (each process holds its share of it); read when flushed
         self._progress.loss = self.accelerator.reduce(loss.detach().clone(), "mean")
         return loss
