@@ -6,7 +6,8 @@ A recipe is a plan of stages; it names the datasets it evaluates on, and none of
 draw from them (the synthetic corpus excludes them, fine-tuning refuses them), so the lineage of
 every checkpoint it makes shows the exclusion.
 
-Default sizes are for this project's 2-core CPU machines: 64 minutes alone on an AVX2 host (docs/RECIPE.md):
+Default sizes are for this project's 2-core CPU machines: 64 minutes alone on an AVX2 host, 39 on an AVX-512 one
+(docs/RECIPE.md):
 80,000 synthetic pairs pre-trained for one epoch, then six epochs over WMT16's to-English ratings (the paper
 pre-trains BERT-large for 800,000 steps on 6.5 million pairs and fine-tunes for 40,000 steps).
 """
