@@ -15,8 +15,9 @@ sample and evaluated on its test sample.
 Every stage's pair count, steps, time and the device are printed. Runs in a fresh ASSAY_HOME
 (``--home``, default a temporary folder); ``--data-dir`` is ``../shared/data``. Sizes default to
 the CPU recipe (80,000 pairs, 1 pre-training epoch, 6 fine-tuning epochs): the recipe itself took 64
-minutes alone on an AVX2 host of the project's 2-core machines (``host`` in the JSON), and (a) and the
-drift experiment come on top of it; a GPU host can afford more (``--pairs``, ``--pretrain-epochs``).
+minutes alone on an AVX2 host of the project's 2-core machines and 39 on an AVX-512 one (``host`` in the
+JSON), and (a) and the drift experiment come on top of it; a GPU host can afford more (``--pairs``,
+``--pretrain-epochs``).
 
     python benchmarks/bleurt_recipe.py --out recipe.json
 """
