@@ -176,9 +176,19 @@ def test_a_rater_count_the_file_name_claims_is_checked(tmp_path: Path) -> None:
         formats.parse(folder)
 
 
-def test_an_unknown_header_is_refused(tmp_path: Path) -> None:
+def test_an_unknown_column_is_ignored_with_a_warning(tmp_path: Path) -> None:
+    # columns are read by name (issue 28): a column the releases do not have is not read, and named
+    plain = formats.parse(write_release(tmp_path / "plain", ROWS))
     folder = write_release(tmp_path / "header", ROWS, header=HEADER.replace("comment", "notes"))
-    with pytest.raises(InputError, match=r"mqm_toy_ende.tsv:1: the header .* matches no known MQM layout"):
+    parsed = formats.parse(folder, "mqm-tsv")
+    assert parsed.tables == plain.tables
+    assert "mqm_toy_ende.tsv: 1 column that an MQM release does not have (notes) was ignored." in parsed.warnings
+
+
+def test_a_header_without_a_required_column_is_refused(tmp_path: Path) -> None:
+    folder = write_release(tmp_path / "header", ROWS, header=HEADER.replace("category", "kind"))
+    with pytest.raises(InputError, match=r"mqm_toy_ende.tsv:1: the header .* has no category column \(expected the "
+                                         r"columns system, rater, seg_id or globalSegId"):
         formats.parse(folder, "mqm-tsv")
 
 
