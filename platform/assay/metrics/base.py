@@ -17,6 +17,11 @@ what they ask for in one typed :class:`ScoringContext`.
     A segment's score depends on every reference of the scored set (BERTScore's idf weights,
     Zhang et al. 2020 §3 "Importance Weighting"): ``context.reference_corpus`` holds them and their
     multiset joins the signature; shards stay independent.
+``depends_on_target_language``
+    A segment's score depends on its target language (BLEU's tokenizer: ``zh`` for Chinese,
+    ``ja-mecab`` for Japanese, as sacrebleu and WMT choose it): ``context.target_languages`` holds
+    each segment's (its group's language pair), and :meth:`Metric.target_language_fields` of the
+    scored set's languages replace the signature's fields that name the choice.
 ``has_sufficient_statistics``
     The corpus score is not a mean of segment scores (corpus BLEU): ``score`` returns per-segment
     statistics named by ``stats_columns`` and ``corpus_score`` aggregates their sums, so the metric
@@ -30,8 +35,9 @@ what they ask for in one typed :class:`ScoringContext`.
     A NaN score means "no prediction" (stored as null), as BLEU Neighbors declares where its
     evidence thresholds are not met. Every other metric's non-finite score is refused.
 
-The two set dependencies and ``languages`` may be set per instance where a parameter decides them
-(BERTScore's ``idf``, its ``model``); the others are class-level facts (``ClassVar``).
+The two set dependencies, ``depends_on_target_language`` and ``languages`` may be set per instance
+where a parameter decides them (BERTScore's ``idf``, its ``model``, BLEU's ``tokenize``); the
+others are class-level facts (``ClassVar``).
 """
 
 from __future__ import annotations
@@ -55,6 +61,8 @@ class ScoringContext:
     """Human score of every segment (``needs_human_scores``), None where a segment has none."""
     reference_corpus: Sequence[str] | None = None
     """Every reference of the whole scored set, duplicates included (``depends_on_reference_corpus``)."""
+    target_languages: Sequence[str | None] | None = None
+    """Target language of every segment, None where not known (``depends_on_target_language``)."""
 
 
 @dataclass
@@ -93,6 +101,7 @@ class Metric(ABC):
     needs_human_scores: ClassVar[bool] = False
     depends_on_segment_set: bool = False
     depends_on_reference_corpus: bool = False
+    depends_on_target_language: bool = False
     has_sufficient_statistics: ClassVar[bool] = False
     model_based: ClassVar[bool] = False
     languages: frozenset[str] | None = None
@@ -109,8 +118,9 @@ class Metric(ABC):
 
     @property
     def depends_on_scored_set(self) -> bool:
-        """True when a segment's score depends on the scored set (either way above)."""
-        return self.depends_on_segment_set or self.depends_on_reference_corpus
+        """True when the signature depends on the scored set: its segments or references (a
+        segment's score depends on them), or its target languages (BLEU's tokenizer)."""
+        return self.depends_on_segment_set or self.depends_on_reference_corpus or self.depends_on_target_language
 
     @abstractmethod
     def params(self) -> dict[str, object]:
@@ -125,6 +135,11 @@ class Metric(ABC):
         """The metric's signature (:func:`assay.metrics.signature.render_signature`); ``extra``
         fields (the scored set's digest) go before the versions."""
         return render_signature(self.name, {**self.signature_params(), **(extra or {})}, self.version)
+
+    def target_language_fields(self, languages: Sequence[str | None]) -> dict[str, object]:
+        """Signature fields for scoring segments of these target languages
+        (``depends_on_target_language``); they replace the same fields of :meth:`signature_params`."""
+        return {}
 
     def model_digest(self) -> str | None:
         """sha256 of the weights a model-based metric scores with. None for a metric that is not

@@ -2,11 +2,21 @@
 
 sacrebleu (Post, 2018) for BLEU (Papineni et al., 2002), sentence BLEU, chrF (Popović, 2015) and
 TER (Snover et al., 2006); rouge-score (Google's implementation of Lin, 2004) for ROUGE-1/2/L.
+
+BLEU's tokenizer follows the target language unless one is given, as sacrebleu chooses it when it
+knows the target language (``BLEU(trg_lang=...)``): ``zh`` for Chinese, ``ja-mecab`` for Japanese,
+``ko-mecab`` for Korean, ``13a`` for every other language and where the language is not known.
+These are the official WMT baselines: the WMT23 organisers' BLEU is ``tok:zh`` on en-zh,
+``tok:ja-mecab-0.996-IPA`` on en-ja and ``tok:13a`` elsewhere (the signatures printed in the
+general task's automatic evaluation, wmt-conference/wmt23-news-systems ``scores/autoWMT23.tex``,
+whose en-de corpus BLEU is mt-metrics-eval's ``BLEU-refA.sys.score`` to the last digit). The target
+language of a segment is its group's language pair (:func:`assay.jobs.scoring.target_language`);
+chrF needs no such choice (characters, ``nc:6|nw:0``, for every language).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -19,51 +29,117 @@ from assay.metrics.signature import package_version
 MAX_NGRAM_ORDER = 4
 
 
-def _bleu(metric: str, **kwargs: Any) -> Any:
-    """sacrebleu's BLEU with checked options (its own errors are a KeyError or an assert)."""
+def _bleu(metric: str, *, tokenize: str | None, trg_lang: str = "", **kwargs: Any) -> Any:
+    """sacrebleu's BLEU with checked options (its own errors are a KeyError or an assert).
+    ``tokenize`` None: sacrebleu's tokenizer for the target language ``trg_lang``."""
     from sacrebleu.metrics import BLEU
     from sacrebleu.metrics.bleu import _TOKENIZERS
 
-    check.choice(metric, "tokenize", kwargs["tokenize"], _TOKENIZERS)
+    if tokenize is not None:
+        check.choice(metric, "tokenize", tokenize, _TOKENIZERS)
     check.choice(metric, "smooth_method", kwargs["smooth_method"], BLEU.SMOOTH_DEFAULTS)
     check.flag(metric, "lowercase", kwargs["lowercase"])
     try:
-        return BLEU(**kwargs)
+        return BLEU(tokenize=tokenize, trg_lang=trg_lang, **kwargs)
     except (ImportError, RuntimeError) as exc:  # e.g. ja-mecab without its optional package
-        raise UsageError(f"{metric}: tokenize {kwargs['tokenize']!r} cannot be used here: {exc}") from exc
+        if tokenize is not None:
+            raise UsageError(f"{metric}: tokenize {tokenize!r} cannot be used here: {_one_line(exc)}") from exc
+        raise UsageError(
+            f"{metric}: target language {trg_lang!r} is tokenized as sacrebleu and WMT's official BLEU do "
+            f"({BLEU._TOKENIZER_MAP.get(trg_lang, BLEU.TOKENIZER_DEFAULT)}), which cannot be used here "
+            f"({_one_line(exc)}); or pass -p tokenize=<name> to tokenize every language alike"
+        ) from exc
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+class TargetLanguageBLEU:
+    """One sacrebleu ``BLEU`` per target language: the ``tokenize`` given for every segment, or
+    (None) sacrebleu's tokenizer for each segment's target language (module docstring). The
+    signature's ``tok`` is the tokenizer that was used: one name where the scored segments share
+    one (``13a``, ``zh``, ``ja-mecab-0.996-IPA``, as sacrebleu prints it), otherwise the default and
+    the languages that differ from it (``13a,ja=ja-mecab-0.996-IPA,zh=zh``)."""
+
+    def __init__(self, metric: str, tokenize: str | None, **options: Any) -> None:
+        self.metric, self.tokenize, self.options = metric, tokenize, options
+        self._scorers: dict[str, Any] = {}
+        self.for_language(None)  # checks the options now, where the metric is built
+
+    @property
+    def depends_on_target_language(self) -> bool:
+        return self.tokenize is None
+
+    def for_language(self, language: str | None) -> Any:
+        """The BLEU that scores a segment of this target language (None: not known)."""
+        key = "" if self.tokenize is not None else (language or "")
+        if key not in self._scorers:
+            self._scorers[key] = _bleu(self.metric, tokenize=self.tokenize, trg_lang=key, **self.options)
+        return self._scorers[key]
+
+    def for_segments(self, n: int, context: ScoringContext | None) -> list[Any]:
+        """The BLEU of each of ``n`` segments, by their target languages where the context has them."""
+        languages = context.target_languages if context is not None else None
+        if languages is None or not self.depends_on_target_language:
+            return [self.for_language(None)] * n
+        if len(languages) != n:
+            raise UsageError(f"{self.metric}: {len(languages)} target languages for {n} segments")
+        return [self.for_language(language) for language in languages]
+
+    def tok_field(self, languages: Iterable[str | None] = (None,)) -> str:
+        """The signature's ``tok`` for segments of these target languages."""
+        if self.tokenize is not None:
+            return self.tokenize
+        used = {language or "": self.for_language(language).tokenizer_signature for language in set(languages)}
+        default = self.for_language(None).tokenizer_signature
+        if len(set(used.values())) <= 1:
+            return next(iter(used.values()), default)
+        others = sorted(f"{language}={tok}" for language, tok in used.items() if language and tok != default)
+        return ",".join([default, *others])
 
 
 class SentenceBLEU(Metric):
-    """Sentence-level BLEU as sacrebleu's ``sentence_bleu`` computes it (defaults: 13a
-    tokenization, exponential smoothing, effective order), the WMT ``sentBLEU`` baseline."""
+    """Sentence-level BLEU as sacrebleu's ``sentence_bleu`` computes it (defaults: exponential
+    smoothing, effective order, the target language's tokenizer: 13a but for Chinese, Japanese and
+    Korean), the WMT ``sentBLEU`` baseline: on WMT23 en-de it equals mt-metrics-eval's official
+    ``BLEU-refA.seg.score`` exactly (``tests/metrics/test_official_baselines.py``)."""
 
     name: ClassVar[str] = "sentbleu"
 
-    def __init__(self, tokenize: str = "13a", smooth_method: str = "exp", lowercase: bool = False) -> None:
+    def __init__(self, tokenize: str | None = None, smooth_method: str = "exp", lowercase: bool = False) -> None:
         self.tokenize, self.smooth_method, self.lowercase = tokenize, smooth_method, lowercase
-        self._bleu = _bleu(self.name, tokenize=tokenize, smooth_method=smooth_method, lowercase=lowercase,
-                           effective_order=True)
+        self._bleu = TargetLanguageBLEU(self.name, tokenize, smooth_method=smooth_method, lowercase=lowercase,
+                                        effective_order=True)
+        self.depends_on_target_language = self._bleu.depends_on_target_language
 
     def params(self) -> dict[str, object]:
         return {"tokenize": self.tokenize, "smooth_method": self.smooth_method, "lowercase": self.lowercase}
 
     def signature_params(self) -> dict[str, object]:
-        return {"tok": self.tokenize, "smooth": self.smooth_method, "case": "lc" if self.lowercase else "mixed",
-                "eff": True, "sacrebleu": package_version("sacrebleu")}
+        return {"tok": self._bleu.tok_field(), "smooth": self.smooth_method,
+                "case": "lc" if self.lowercase else "mixed", "eff": True, "sacrebleu": package_version("sacrebleu")}
+
+    def target_language_fields(self, languages: Sequence[str | None]) -> dict[str, object]:
+        return {"tok": self._bleu.tok_field(languages)}
 
     def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
               sources: Sequence[str | None] | None = None, *,
               context: ScoringContext | None = None) -> SegmentScores:
         self.check_inputs(candidates, references)
-        scores = [self._bleu.sentence_score(c, list(r)).score for c, r in zip(candidates, references, strict=True)]
+        bleus = self._bleu.for_segments(len(candidates), context)
+        scores = [bleu.sentence_score(cand, list(refs)).score
+                  for bleu, cand, refs in zip(bleus, candidates, references, strict=True)]
         return SegmentScores(np.array(scores))
 
 
 class CorpusBLEU(Metric):
-    """Corpus BLEU (sacrebleu defaults). Segment rows carry BLEU's sufficient statistics
-    (hypothesis length, closest reference length, matched and total n-grams per order); the
-    corpus score is computed from their sums with ``BLEU.compute_bleu``, exactly as
-    ``corpus_score`` would. The per-segment ``score`` is the smoothed sentence BLEU."""
+    """Corpus BLEU (sacrebleu defaults, the target language's tokenizer as :class:`SentenceBLEU`).
+    Segment rows carry BLEU's sufficient statistics (hypothesis length, closest reference length,
+    matched and total n-grams per order); the corpus score is computed from their sums with
+    ``BLEU.compute_bleu``, exactly as ``corpus_score`` would (``eff:no``): on WMT23 en-de it equals
+    mt-metrics-eval's official ``BLEU-refA.sys.score``. The per-segment ``score`` is the smoothed
+    sentence BLEU."""
 
     name: ClassVar[str] = "bleu"
     has_sufficient_statistics: ClassVar[bool] = True
@@ -73,18 +149,24 @@ class CorpusBLEU(Metric):
         *(f"total_{n}" for n in range(1, MAX_NGRAM_ORDER + 1)),
     )
 
-    def __init__(self, tokenize: str = "13a", smooth_method: str = "exp", lowercase: bool = False) -> None:
+    def __init__(self, tokenize: str | None = None, smooth_method: str = "exp", lowercase: bool = False) -> None:
+        from sacrebleu.metrics import BLEU
+
         self.tokenize, self.smooth_method, self.lowercase = tokenize, smooth_method, lowercase
-        self._bleu = _bleu(self.name, tokenize=tokenize, smooth_method=smooth_method, lowercase=lowercase)
-        self._sentence = _bleu(self.name, tokenize=tokenize, smooth_method="exp", lowercase=lowercase,
-                               effective_order=True)
+        check.choice(self.name, "smooth_method", smooth_method, BLEU.SMOOTH_DEFAULTS)
+        self._sentence = TargetLanguageBLEU(self.name, tokenize, smooth_method="exp", lowercase=lowercase,
+                                            effective_order=True)
+        self.depends_on_target_language = self._sentence.depends_on_target_language
 
     def params(self) -> dict[str, object]:
         return {"tokenize": self.tokenize, "smooth_method": self.smooth_method, "lowercase": self.lowercase}
 
     def signature_params(self) -> dict[str, object]:
-        return {"tok": self.tokenize, "smooth": self.smooth_method, "case": "lc" if self.lowercase else "mixed",
-                "sacrebleu": package_version("sacrebleu")}
+        return {"tok": self._sentence.tok_field(), "smooth": self.smooth_method,
+                "case": "lc" if self.lowercase else "mixed", "sacrebleu": package_version("sacrebleu")}
+
+    def target_language_fields(self, languages: Sequence[str | None]) -> dict[str, object]:
+        return {"tok": self._sentence.tok_field(languages)}
 
     def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
               sources: Sequence[str | None] | None = None, *,
@@ -92,8 +174,9 @@ class CorpusBLEU(Metric):
         self.check_inputs(candidates, references)
         stats = np.zeros((len(candidates), len(self.stats_columns)), dtype=np.float64)
         scores = np.zeros(len(candidates))
-        for i, (cand, refs) in enumerate(zip(candidates, references, strict=True)):
-            result = self._sentence.sentence_score(cand, list(refs))
+        bleus = self._sentence.for_segments(len(candidates), context)
+        for i, (bleu, cand, refs) in enumerate(zip(bleus, candidates, references, strict=True)):
+            result = bleu.sentence_score(cand, list(refs))
             stats[i] = [result.sys_len, result.ref_len, *result.counts, *result.totals]
             scores[i] = result.score
         return SegmentScores(scores, stats=stats)
@@ -114,7 +197,9 @@ class CorpusBLEU(Metric):
 
 
 class ChrF(Metric):
-    """chrF (Popović, 2015) via sacrebleu's ``CHRF`` (defaults: character 6-grams, β = 2)."""
+    """chrF (Popović, 2015) via sacrebleu's ``CHRF`` (defaults: character 6-grams, no word n-grams,
+    β = 2, whitespace ignored: ``nc:6|nw:0|space:no``), for every language: on WMT23 en-de the
+    segment scores equal mt-metrics-eval's official ``chrF-refA.seg.score`` exactly."""
 
     name: ClassVar[str] = "chrf"
 
