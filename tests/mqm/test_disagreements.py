@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from assay.errors import UsageError
-from assay.mqm import RatedOutputs, worst_disagreements
+from assay.mqm import RatedOutputs, item_disagreements, worst_disagreements
 
 MAJOR = ("Accuracy/Mistranslation", "Major", "r1", "target", 0, 4)
 
@@ -40,12 +40,14 @@ def test_worst_pair_is_the_largest_product_of_the_two_gaps() -> None:
     a: s1 over s2, 5 x 0.4 = 2.0; d: 1 x 1.5 = 1.5; a: s3 over s2, 4 x 0.3 = 1.2;
     c: 10 x 0.05 = 0.5; a: s1 over s3, 1 x 0.1 = 0.1 (a gap of exactly 1 point counts).
     So item a's s1 (preferred) against s2 comes first: neither the largest human gap (c) nor the
-    largest metric gap (d), but the largest product."""
+    largest metric gap (d), but the largest product. Items are distinct: a's other two reversed
+    pairs are counted with its worst, not listed."""
     worst = worst_disagreements(_outputs(), top=10)
     order = [(d.item, d.preferred.system, d.other.system) for d in worst.pairs]
-    assert order == [("a", "s1", "s2"), ("d", "s1", "s2"), ("a", "s3", "s2"), ("c", "s1", "s2"), ("a", "s1", "s3")]
+    assert order == [("a", "s1", "s2"), ("d", "s1", "s2"), ("c", "s1", "s2")]
+    assert [d.reversed_in_item for d in worst.pairs] == [3, 1, 1]
     # clear pairs: a 3, b 2 (s1-s3, s2-s3; s1-s2 is only 0.5 apart), c 1, d 1; reversed: the five above
-    assert (worst.clear_pairs, worst.reversed_pairs) == (7, 5)
+    assert (worst.clear_pairs, worst.reversed_pairs, worst.items_reversed) == (7, 5, 3)
     first = worst.pairs[0]
     assert (first.human_gap, first.metric_gap) == (5.0, pytest.approx(0.4))
     assert (first.preferred.human, first.other.metric) == (0.0, 0.9)
@@ -68,9 +70,22 @@ def test_metric_gap_is_standardised_by_the_pooled_within_item_sd() -> None:
 
 def test_threshold_top_and_json() -> None:
     assert [d.item for d in worst_disagreements(_outputs(), min_human_gap=4.5).pairs] == ["a", "c"]
-    assert len(worst_disagreements(_outputs(), top=2).pairs) == 2
+    assert [d.item for d in worst_disagreements(_outputs(), top=2).pairs] == ["a", "d"]
     data = json.loads(json.dumps(worst_disagreements(_outputs(), top=1).as_dict(), allow_nan=False))
     assert data["pairs"][0]["other"]["errors"][0] == {"category": "Accuracy/Mistranslation", "severity": "Major",
                                                       "rater": "r1", "side": "target", "start": 0, "end": 4}
     with pytest.raises(UsageError):
         worst_disagreements(_outputs(), min_human_gap=0)
+
+
+def test_one_item_lists_its_outputs_and_reversals() -> None:
+    """Item a: humans s1 (0) > s3 (-1) > s2 (-5); the metric s2 (0.9) > s3 (0.6) > s1 (0.5): all
+    three clear preferences reversed."""
+    shown = item_disagreements(_outputs(), "a")
+    assert [o.system for o in shown.outputs] == ["s1", "s3", "s2"]
+    assert (shown.clear_pairs, set(shown.reversed)) == (3, {("s1", "s3"), ("s1", "s2"), ("s3", "s2")})
+    data = shown.as_dict()
+    assert [(o["human_rank"], o["metric_rank"]) for o in data["outputs"]] == [(1, 3), (2, 2), (3, 1)]
+    assert data["source"] == "source a" and data["outputs"][2]["marks"]["target"][0]["text"] == "text"
+    with pytest.raises(UsageError, match="no rated outputs of item 'z'"):
+        item_disagreements(_outputs(), "z")

@@ -9,12 +9,12 @@ import assay.mqm
 
 ERROR_ANALYSIS = {
     "BootstrapPlan", "CellComparison", "CellSensitivity", "Disagreement", "DisagreementSide", "ErrorCell",
-    "ErrorFeatures", "ErrorRecord", "Estimate", "RatedOutputs", "SensitivityComparison", "SensitivityReport",
-    "WorstDisagreements", "blind_spots", "compare_sensitivity", "error_features", "error_sensitivity",
-    "worst_disagreements",
+    "ErrorFeatures", "ErrorRecord", "Estimate", "ItemDisagreements", "RatedOutputs", "SensitivityComparison",
+    "SensitivityReport", "SpanMark", "WorstDisagreements", "blind_spots", "compare_sensitivity", "error_features",
+    "error_sensitivity", "item_disagreements", "mark_events", "span_marks", "worst_disagreements",
 }  # fmt: skip
 MODULES = ("rated_outputs", "error_cells", "within_item_regression", "sensitivity", "sensitivity_comparison",
-           "disagreements")
+           "disagreements", "span_marks")
 
 
 def test_error_analysis_names_are_public() -> None:

@@ -40,7 +40,7 @@ def test_records_become_error_records_and_scores_read_only_arrays() -> None:
     ({"errors": [(), (("Fluency/Grammar", "Minor", "r1", "candidate", None, None),)]}, "side 'candidate'"),
     ({"errors": [(), (("Fluency/Grammar", "Minor", "r1", "target", 3, 99),)]}, "outside its target text"),
     ({"errors": [(), (("Fluency/Grammar", "Minor", "r1", "source", 3, None),)]}, "both offsets or neither"),
-    ({"errors": [(), (("", "Minor", "r1", "target", None, None),)]}, "no category"),
+    ({"errors": [(), ((3, "Minor", "r1", "target", None, None),)]}, "category is 3"),
     ({"errors": [(), (("Fluency/Grammar", "Minor", "r1"),)]}, "3 fields"),
     ({"item": [], "system": [], "human": [], "metric": [], "errors": [], "raters": [], "candidate": [],
       "source": []}, "no outputs"),

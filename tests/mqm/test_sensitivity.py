@@ -154,7 +154,8 @@ def test_as_dict_is_json_ready(blind_report: SensitivityReport) -> None:
     assert data["blind_spots"][0] == IGNORED
     assert set(data["cells"][0]) == {"name", "category", "severity", "folded_from", "outputs", "items_varying",
                                      "metric_drop", "metric_drop_std", "human_drop", "human_drop_std", "ratio",
-                                     "human_penalises"}
+                                     "human_penalises", "blind_spot_rank", "undetermined"}
+    assert data["cells"][0]["blind_spot_rank"] is not None and data["undetermined"] == []
     assert set(data["cells"][0]["ratio"]) == {"value", "low", "high"}
 
 

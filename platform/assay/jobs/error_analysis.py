@@ -7,14 +7,18 @@ stored segment scores, and runs the error analysis of :mod:`assay.mqm` on them:
 * per error cell (category, or category and severity), the metric's drop per error against the
   humans' with bootstrap intervals over items, and the blind spots ranked by their ratio
   (:func:`assay.mqm.error_sensitivity`);
-* the worst disagreements, with the errors of both outputs and their spans
-  (:func:`assay.mqm.worst_disagreements`);
+* the worst disagreements, one per item, with the source, the references and the errors of both
+  outputs and their spans (:func:`assay.mqm.worst_disagreements`);
 * with ``parent`` (the signature or metric name of a parent checkpoint scored on the same
   segments), which cells the child got better or worse at, paired over the same resamples
   (:func:`assay.mqm.compare_sensitivity`).
 
 The result is stored (:mod:`assay.results.error_analysis`) and recorded as a run of kind ``errors``.
 An item is ``<group>/<item_id>`` when a version holds several language pairs.
+
+:func:`show_item` reads one item's outputs, their scores and errors, its source and references, and
+the clear human preferences the metric reverses there (:func:`assay.mqm.item_disagreements`); it
+stores nothing.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from assay.mqm import (
     WorstDisagreements,
     compare_sensitivity,
     error_sensitivity,
+    item_disagreements,
     worst_disagreements,
 )
 from assay.provenance import code_version
@@ -83,7 +88,8 @@ def rated_outputs(settings: Settings, dataset: str, *, include_human: bool | Non
     for g, s, seg_id, cat, sev, rater, side, start, end in zip(
             errors["group"], errors["system"], errors["segment_id"], errors["category"], errors["severity"],
             errors["rater"], errors["side"], errors["start"], errors["end"], strict=True):
-        by_output.setdefault((g, s, seg_id), []).append((cat, sev, rater, side, start, end))
+        # a severity-only error (ESA) has no category
+        by_output.setdefault((g, s, seg_id), []).append((cat or "", sev, rater, side, start, end))
     several = len(set(seg["group"])) > 1
     items = [f"{g}/{i}" if several else i for g, i in zip(seg["group"], seg["item_id"], strict=True)]
     keys = [segment_scores.segment_key(s, r, c)
@@ -93,7 +99,7 @@ def rated_outputs(settings: Settings, dataset: str, *, include_human: bool | Non
                            [by_output.get((g, s, i), []) for g, s, i in zip(seg["group"], seg["system"],
                                                                            seg["segment_id"], strict=True)],
                            [c or 1 for c in seg["rating_count"]], seg["candidate"],
-                           [s or "" for s in seg["source"]])
+                           [s or "" for s in seg["source"]], [r or [] for r in seg["references"]])
     facts["aspect"] = ",".join(sorted(set(seg["aspect"])))
     return facts, outputs, keys
 
@@ -138,11 +144,42 @@ def analyse_errors(dataset: str, metric: str, *, parent: str | None = None, leve
                     "min_human_gap": min_human_gap, "include_human": include_human, "parent": parent},
         run_id=run_id, started=started)
     seconds = recorder.record({"cells": len(cell_rows), "disagreements": len(pair_rows)}, files)
+    disagreements = worst.as_dict()
+    for pair in disagreements["pairs"]:
+        pair["reference_names"] = reference_names(facts["info"], pair["references"], pair["item"])
     return {"run_id": run_id, "dataset": f"{facts['name']}@{facts['number']}", "aspect": facts["aspect"],
             "metric": scored.metric, "signature": scored.signature,
             "parent_signature": parent_scored.signature if parent_scored else None,
-            "sensitivity": report.as_dict(), "disagreements": worst.as_dict(),
+            "sensitivity": report.as_dict(), "disagreements": disagreements,
             "comparison": comparison.as_dict() if comparison else None, "seconds": seconds}
+
+
+def show_item(dataset: str, metric: str, item: str, *, min_human_gap: float = 1.0,
+              include_human: bool | None = None, settings: Settings | None = None) -> dict[str, Any]:
+    """One item of a version: its source, references, every rated output with its human and metric
+    scores (and ranks), its errors and their marks, and the clear human preferences the metric
+    reverses. Nothing is stored."""
+    settings = settings or load_settings()
+    facts, outputs, keys = rated_outputs(settings, dataset, include_human=include_human)
+    scored = one_signature(settings, metric, set(keys))
+    shown = item_disagreements(outputs.with_metric(metric_vector(settings, scored, keys)), item,
+                               min_human_gap=min_human_gap)
+    return {"dataset": f"{facts['name']}@{facts['number']}", "aspect": facts["aspect"], "metric": scored.metric,
+            "signature": scored.signature,
+            "reference_names": reference_names(facts["info"], shown.references, shown.item),
+            **shown.as_dict()}
+
+
+def reference_names(info: dict[str, Any], references: Sequence[str], item: str) -> list[str]:
+    """What to call each reference of ``item``: the release's reference system where it names one
+    (``info["reference_system"]``, one name or one per group), else numbered."""
+    system = info.get("reference_system")
+    if isinstance(system, dict):
+        group = item.split("/", 1)[0] if "/" in item else None
+        system = system.get(group) if group in system else next(iter(system.values())) if len(system) == 1 else None
+    if len(references) == 1 and isinstance(system, str) and system:
+        return [system]
+    return [f"reference {k}" for k in range(1, len(references) + 1)]
 
 
 def registered_parent(settings: Settings, dataset: str, signature: str) -> str | None:
@@ -205,6 +242,7 @@ def _cell_rows(head: dict[str, Any], report: SensitivityReport, comparison: Sens
         row: dict[str, Any] = {**head, "level": report.level, "cell": cell.name, "outputs": cell.outputs,
                                "items_varying": cell.items_varying, "human_penalises": cell.human_penalises,
                                "blind_spot_rank": rank.get(cell.name),
+                               "undetermined": report.undetermined_reason(cell),
                                "parent_signature": parent.signature if parent else None,
                                "n_resamples": n_resamples, "seed": seed, "code_version": code_version(),
                                "created_at": now}
@@ -225,6 +263,7 @@ def _pair_rows(head: dict[str, Any], worst: WorstDisagreements) -> list[dict[str
     rows = []
     for rank, pair in enumerate(worst.pairs, start=1):
         rows.append({**head, "rank": rank, "item": pair.item, "source": pair.source,
+                     "references": list(pair.references), "reversed_in_item": pair.reversed_in_item,
                      "preferred_system": pair.preferred.system, "preferred_human": pair.preferred.human,
                      "preferred_metric": pair.preferred.metric, "preferred_candidate": pair.preferred.candidate,
                      "preferred_errors": json.dumps([e.as_dict() for e in pair.preferred.errors]),

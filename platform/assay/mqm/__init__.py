@@ -15,10 +15,18 @@ Error analysis ("what does this metric miss?"), pure computation on arrays the c
 * :mod:`assay.mqm.sensitivity`: the drop per error of each cell, metric against humans, and the
   ranked blind spots;
 * :mod:`assay.mqm.sensitivity_comparison`: a checkpoint's drops against its parent's, paired;
-* :mod:`assay.mqm.disagreements`: the pairs humans clearly order one way and the metric the other.
+* :mod:`assay.mqm.disagreements`: the pairs humans clearly order one way and the metric the other;
+* :mod:`assay.mqm.span_marks`: the raters' spans as properly nested marks on a text.
 """
 
-from assay.mqm.disagreements import Disagreement, DisagreementSide, WorstDisagreements, worst_disagreements
+from assay.mqm.disagreements import (
+    Disagreement,
+    DisagreementSide,
+    ItemDisagreements,
+    WorstDisagreements,
+    item_disagreements,
+    worst_disagreements,
+)
 from assay.mqm.error_cells import ErrorCell, ErrorFeatures, error_features
 from assay.mqm.rated_outputs import ErrorRecord, RatedOutputs
 from assay.mqm.scores import ErrorRow, SegmentScores, segment_scores
@@ -31,11 +39,13 @@ from assay.mqm.sensitivity import (
     error_sensitivity,
 )
 from assay.mqm.sensitivity_comparison import CellComparison, SensitivityComparison, compare_sensitivity
+from assay.mqm.span_marks import SpanMark, mark_events, span_marks
 from assay.mqm.spans import MarkedText, parse_span
 from assay.mqm.weights import MTME, WeightingScheme, named, scheme
 
 __all__ = ["MTME", "BootstrapPlan", "CellComparison", "CellSensitivity", "Disagreement", "DisagreementSide",
-           "ErrorCell", "ErrorFeatures", "ErrorRecord", "ErrorRow", "Estimate", "MarkedText", "RatedOutputs",
-           "SegmentScores", "SensitivityComparison", "SensitivityReport", "WeightingScheme", "WorstDisagreements",
-           "blind_spots", "compare_sensitivity", "error_features", "error_sensitivity", "named", "parse_span",
-           "scheme", "segment_scores", "worst_disagreements"]
+           "ErrorCell", "ErrorFeatures", "ErrorRecord", "ErrorRow", "Estimate", "ItemDisagreements", "MarkedText",
+           "RatedOutputs", "SegmentScores", "SensitivityComparison", "SensitivityReport", "SpanMark",
+           "WeightingScheme", "WorstDisagreements", "blind_spots", "compare_sensitivity", "error_features",
+           "error_sensitivity", "item_disagreements", "mark_events", "named", "parse_span", "scheme",
+           "segment_scores", "span_marks", "worst_disagreements"]

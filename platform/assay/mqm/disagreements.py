@@ -10,8 +10,15 @@ reversal).
 Reversed pairs are ranked by ``human gap x standardised metric gap``: the MQM points the humans put
 between the outputs times how far the metric puts them the wrong way, in pooled within-item
 standard deviations of the metric (so the ranking does not depend on the metric's scale). A pair
-comes first when both the humans are sure and the metric is confidently wrong. Each side carries its
-candidate and error records, so a report can show the spans the humans marked.
+comes first when both the humans are sure and the metric is confidently wrong.
+
+The worst disagreements are **distinct items**: each item is shown by its worst reversed pair, with
+the number of pairs of that item the metric reverses. (On WMT23 en-de, listing every pair filled
+half of chrF's top ten with item 13: its short NLLB output, which leaves out the second sentence,
+against five longer ones; chrF reverses 17 of the item's 32 clear preferences.) Each side carries
+its candidate, its raters and its error records (target and source side), and each pair its source
+and references, so a report can show the spans the humans marked where they marked them
+(:mod:`assay.mqm.span_marks`).
 """
 
 from __future__ import annotations
@@ -24,22 +31,28 @@ import numpy as np
 
 from assay.errors import UsageError
 from assay.mqm.rated_outputs import ErrorRecord, RatedOutputs
+from assay.mqm.span_marks import span_marks, unspanned
 from assay.mqm.within_item_regression import demean_within_items
 
 
 @dataclass(frozen=True)
 class DisagreementSide:
-    """One output of a pair: its system, scores, text and the errors its raters marked."""
+    """One output of an item: its system, scores, text, raters and the errors they marked."""
 
     system: str
     human: float
     metric: float
     candidate: str
     errors: tuple[ErrorRecord, ...]
+    raters: int = 1
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"system": self.system, "human": self.human, "metric": self.metric, "candidate": self.candidate,
-                "errors": [e.as_dict() for e in self.errors]}
+    def as_dict(self, source: str = "") -> dict[str, Any]:
+        """With the distinct marks on the output and on ``source`` (:mod:`assay.mqm.span_marks`)."""
+        marks = {"target": [m.as_dict(self.candidate) for m in span_marks(self.errors, "target", len(self.candidate))],
+                 "source": [m.as_dict(source) for m in span_marks(self.errors, "source", len(source))],
+                 "unspanned": [e.as_dict() for e in unspanned(self.errors)]}
+        return {"system": self.system, "human": self.human, "metric": self.metric, "raters": self.raters,
+                "candidate": self.candidate, "errors": [e.as_dict() for e in self.errors], "marks": marks}
 
 
 @dataclass(frozen=True)
@@ -53,6 +66,8 @@ class Disagreement:
     human_gap: float  # preferred.human - other.human (MQM points, > 0)
     metric_gap: float  # other.metric - preferred.metric (metric units, > 0)
     metric_gap_std: float  # metric_gap / pooled within-item SD of the metric
+    references: tuple[str, ...] = ()
+    reversed_in_item: int = 1  # reversed pairs of this item (this one is the worst)
 
     @property
     def severity(self) -> float:
@@ -60,9 +75,10 @@ class Disagreement:
         return self.human_gap * self.metric_gap_std
 
     def as_dict(self) -> dict[str, Any]:
-        return {"item": self.item, "source": self.source, "preferred": self.preferred.as_dict(),
-                "other": self.other.as_dict(), "human_gap": self.human_gap, "metric_gap": self.metric_gap,
-                "metric_gap_std": self.metric_gap_std, "severity": self.severity}
+        return {"item": self.item, "source": self.source, "references": list(self.references),
+                "preferred": self.preferred.as_dict(self.source), "other": self.other.as_dict(self.source),
+                "human_gap": self.human_gap, "metric_gap": self.metric_gap, "metric_gap_std": self.metric_gap_std,
+                "severity": self.severity, "reversed_in_item": self.reversed_in_item}
 
 
 @dataclass(frozen=True)
@@ -74,19 +90,60 @@ class WorstDisagreements:
     clear_pairs: int  # within-item pairs with a human gap >= min_human_gap
     reversed_pairs: int  # of those, the pairs the metric orders the other way
     metric_sd: float  # pooled within-item SD of the metric (the unit of metric_gap_std)
-    pairs: tuple[Disagreement, ...]  # the worst reversals, worst first (at most `top`)
+    pairs: tuple[Disagreement, ...]  # the worst reversal of each of the worst items, worst first (at most `top`)
+    items_reversed: int = 0  # items with at least one reversed pair
 
     def as_dict(self) -> dict[str, Any]:
         return {"min_human_gap": self.min_human_gap, "top": self.top, "clear_pairs": self.clear_pairs,
-                "reversed_pairs": self.reversed_pairs,
+                "reversed_pairs": self.reversed_pairs, "items_reversed": self.items_reversed,
                 "metric_sd": self.metric_sd if math.isfinite(self.metric_sd) else None,
                 "pairs": [p.as_dict() for p in self.pairs]}
 
 
+@dataclass(frozen=True)
+class ItemDisagreements:
+    """Every rated output of one item, the humans' best first, and the clear preferences the metric reverses."""
+
+    item: str
+    source: str
+    references: tuple[str, ...]
+    min_human_gap: float
+    outputs: tuple[DisagreementSide, ...]  # by human score, best first (ties: metric score, then system)
+    clear_pairs: int
+    reversed: tuple[tuple[str, str], ...]  # (preferred system, the other system) of each reversed pair
+
+    def as_dict(self) -> dict[str, Any]:
+        human_rank = _ranks([o.human for o in self.outputs])
+        metric_rank = _ranks([o.metric for o in self.outputs])
+        return {"item": self.item, "source": self.source, "references": list(self.references),
+                "min_human_gap": self.min_human_gap, "clear_pairs": self.clear_pairs,
+                "reversed_pairs": len(self.reversed),
+                "reversed": [{"preferred": a, "other": b} for a, b in self.reversed],
+                "outputs": [{**o.as_dict(self.source), "human_rank": h, "metric_rank": m}
+                            for o, h, m in zip(self.outputs, human_rank, metric_rank, strict=True)]}
+
+
+def item_disagreements(outputs: RatedOutputs, item: str, *, min_human_gap: float = 1.0) -> ItemDisagreements:
+    """One item's outputs and the clear human preferences among them that the metric reverses."""
+    _check_gap(min_human_gap)
+    members = [o for o in range(outputs.size) if outputs.item[o] == item]
+    if not members:
+        known = outputs.item_ids
+        raise UsageError(f"no rated outputs of item {item!r}; expected one of the {len(known):,} items, e.g. "
+                         + ", ".join(repr(i) for i in known[:5]))
+    members.sort(key=lambda o: (-outputs.human[o], -outputs.metric[o], outputs.system[o]))
+    sides = tuple(_side(outputs, o) for o in members)
+    clear = [(a, b) for a in sides for b in sides if a.human - b.human >= min_human_gap]
+    reversed_ = tuple((a.system, b.system) for a, b in clear if a.metric < b.metric)
+    first = members[0]
+    return ItemDisagreements(item, outputs.source[first], outputs.references[first], float(min_human_gap), sides,
+                             len(clear), reversed_)
+
+
 def worst_disagreements(outputs: RatedOutputs, *, min_human_gap: float = 1.0, top: int = 10) -> WorstDisagreements:
-    """The ``top`` reversed pairs, worst first (module docstring); ties keep item and output order."""
-    if not math.isfinite(min_human_gap) or min_human_gap <= 0:
-        raise UsageError(f"min_human_gap is {min_human_gap!r}; expected a positive number of MQM points, e.g. 1.0")
+    """The worst reversed pair of each of the ``top`` worst items, worst first (module docstring); ties
+    keep item and output order."""
+    _check_gap(min_human_gap)
     if isinstance(top, bool) or not isinstance(top, int) or top < 0:
         raise UsageError(f"top is {top!r}; expected an integer >= 0")
     codes, n_items = outputs.item_codes, len(outputs.item_ids)
@@ -110,13 +167,36 @@ def worst_disagreements(outputs: RatedOutputs, *, min_human_gap: float = 1.0, to
     metric_gap = outputs.metric[other] - outputs.metric[preferred]
     with np.errstate(invalid="ignore", divide="ignore"):
         metric_gap_std = metric_gap / metric_sd
-    ranked = np.argsort(-(human_gap * metric_gap_std), kind="stable")[:top]
+    ranked = np.argsort(-(human_gap * metric_gap_std), kind="stable")
+    per_item = np.bincount(codes[preferred], minlength=n_items)
+    worst_of_item: list[int] = []
+    seen: set[int] = set()
+    for p in ranked:
+        code = int(codes[preferred[p]])
+        if len(worst_of_item) == top:
+            break
+        if code not in seen:
+            seen.add(code)
+            worst_of_item.append(int(p))
     pairs = tuple(
         Disagreement(outputs.item[preferred[p]], outputs.source[preferred[p]], _side(outputs, int(preferred[p])),
                      _side(outputs, int(other[p])), float(human_gap[p]), float(metric_gap[p]),
-                     float(metric_gap_std[p]))
-        for p in ranked)
-    return WorstDisagreements(float(min_human_gap), top, clear, int(preferred.size), metric_sd, pairs)
+                     float(metric_gap_std[p]), outputs.references[preferred[p]],
+                     int(per_item[codes[preferred[p]]]))
+        for p in worst_of_item)
+    return WorstDisagreements(float(min_human_gap), top, clear, int(preferred.size), metric_sd, pairs,
+                              int(np.count_nonzero(per_item)))
+
+
+def _check_gap(min_human_gap: float) -> None:
+    if not math.isfinite(min_human_gap) or min_human_gap <= 0:
+        raise UsageError(f"min_human_gap is {min_human_gap!r}; expected a positive number of points of the human "
+                         "score, e.g. 1.0 (one Minor MQM error)")
+
+
+def _ranks(values: list[float]) -> list[int]:
+    """Competition ranks, highest value first (equal values share the better rank)."""
+    return [1 + sum(other > value for other in values) for value in values]
 
 
 def _pooled_within_item_sd(outputs: RatedOutputs) -> float:
@@ -128,7 +208,8 @@ def _pooled_within_item_sd(outputs: RatedOutputs) -> float:
 
 def _side(outputs: RatedOutputs, o: int) -> DisagreementSide:
     return DisagreementSide(outputs.system[o], float(outputs.human[o]), float(outputs.metric[o]),
-                            outputs.candidate[o], outputs.errors[o])
+                            outputs.candidate[o], outputs.errors[o], outputs.raters[o])
 
 
-__all__ = ["Disagreement", "DisagreementSide", "WorstDisagreements", "worst_disagreements"]
+__all__ = ["Disagreement", "DisagreementSide", "ItemDisagreements", "WorstDisagreements", "item_disagreements",
+           "worst_disagreements"]

@@ -16,6 +16,10 @@ regression ill-conditioned, so it is folded, in two steps:
 
 ``(rare)`` is kept whatever its support, as a nuisance term: dropping it would leave its errors'
 effect in the residual, correlated with the other cells. Each cell lists the cells folded into it.
+
+Errors with an empty category (ESA marks spans with a severity only; Kocmi et al. 2024) form the
+cell ``(no category)``: at ``level="category+severity"`` one cell per severity, ``(no category)
+(Major)``, at ``level="category"`` one cell of every such error.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ LEVELS: tuple[str, ...] = get_args(Level)
 
 OTHER = "Other"
 RARE = "(rare)"
+UNCATEGORISED = "(no category)"
 SEPARATOR = "/"
 
 FloatArray = npt.NDArray[np.float64]
@@ -100,7 +105,7 @@ def error_features(outputs: RatedOutputs, level: Level = "category", *, min_outp
 
 
 def _key(category: str, severity: str, level: str) -> _Key:
-    path = SEPARATOR.join(part.strip() for part in category.split(SEPARATOR))
+    path = SEPARATOR.join(part.strip() for part in category.split(SEPARATOR)) or UNCATEGORISED
     return (path, severity.strip() if level == "category+severity" else None)
 
 
@@ -124,4 +129,4 @@ def _name(key: _Key) -> str:
     return key[0] if key[1] is None else f"{key[0]} ({key[1]})"
 
 
-__all__ = ["LEVELS", "OTHER", "RARE", "ErrorCell", "ErrorFeatures", "Level", "error_features"]
+__all__ = ["LEVELS", "OTHER", "RARE", "UNCATEGORISED", "ErrorCell", "ErrorFeatures", "Level", "error_features"]

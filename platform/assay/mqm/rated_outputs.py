@@ -4,8 +4,10 @@ A *rated output* is one system's translation (the candidate) of one source segme
 rated by one or more MQM raters. :class:`RatedOutputs` holds parallel sequences, one entry per
 output: the item, the system, the human MQM score (minus the rater-averaged weighted error count,
 :mod:`assay.mqm.scores`; higher is better), the metric's score (higher is better), the number of
-raters, the candidate and source texts, and the errors the raters marked (:class:`ErrorRecord`,
-with the span as character offsets into the clean text, :mod:`assay.mqm.spans`).
+raters, the candidate, source and reference texts, and the errors the raters marked
+(:class:`ErrorRecord`, with the span as character offsets into the clean text, :mod:`assay.mqm.spans`).
+An error may have an empty category: ESA (Kocmi et al. 2024, "Error Span Annotation") marks spans
+with a severity only.
 
 The caller reads the release and filters it: ``No-error`` rows and attention checks are not errors
 and are not in :attr:`RatedOutputs.errors`; an output rated without errors has an empty tuple. No
@@ -33,7 +35,7 @@ IntArray = npt.NDArray[np.intp]
 class ErrorRecord(NamedTuple):
     """One error one rater marked on one output; a plain 6-tuple in this order is accepted too."""
 
-    category: str  # the category path, e.g. ``Accuracy/Mistranslation``
+    category: str  # the category path, e.g. ``Accuracy/Mistranslation``; "" for a severity-only error (ESA)
     severity: str  # ``Major``, ``Minor``, ``Neutral``...
     rater: str
     side: str  # ``target`` (in the candidate) or ``source`` (in the source text)
@@ -59,17 +61,22 @@ class RatedOutputs:
     raters: tuple[int, ...]  # how many raters rated the output (>= 1): errors are averaged over them
     candidate: tuple[str, ...]
     source: tuple[str, ...]
+    references: tuple[tuple[str, ...], ...]  # the output's references (none in a reference-free release)
     # item id -> 0..m-1 in order of first appearance, and each output's code
     _item_codes: IntArray = field(init=False, repr=False)
     _item_ids: tuple[str, ...] = field(init=False, repr=False)
 
     def __init__(self, item: Sequence[str], system: Sequence[str], human: Sequence[float] | npt.ArrayLike,
                  metric: Sequence[float] | npt.ArrayLike, errors: Sequence[Sequence[Sequence[Any]]],
-                 raters: Sequence[int], candidate: Sequence[str], source: Sequence[str]) -> None:
+                 raters: Sequence[int], candidate: Sequence[str], source: Sequence[str],
+                 references: Sequence[Sequence[str]] | None = None) -> None:
         n = len(item)
+        if references is None:
+            references = [()] * n
         lengths = {"system": len(system), "human": len(np.atleast_1d(np.asarray(human))),
                    "metric": len(np.atleast_1d(np.asarray(metric))), "errors": len(errors),
-                   "raters": len(raters), "candidate": len(candidate), "source": len(source)}
+                   "raters": len(raters), "candidate": len(candidate), "source": len(source),
+                   "references": len(references)}
         wrong = {name: length for name, length in lengths.items() if length != n}
         if wrong:
             found = ", ".join(f"{name} has {length}" for name, length in wrong.items())
@@ -83,6 +90,7 @@ class RatedOutputs:
         set_(self, "metric", _scores(metric, "metric"))
         set_(self, "candidate", tuple(candidate))
         set_(self, "source", tuple(source))
+        set_(self, "references", tuple(tuple(str(r) for r in refs) for refs in references))
         set_(self, "raters", tuple(_raters(raters)))
         set_(self, "errors", tuple(tuple(self._record(i, e) for e in output) for i, output in enumerate(errors)))
         seen: set[tuple[str, str]] = set()
@@ -102,10 +110,14 @@ class RatedOutputs:
                              f"(category, severity, rater, side, start, end)")
         record = ErrorRecord(*raw)
         where = f"rated outputs: output {output} (item {self.item[output]!r}, system {self.system[output]!r})"
-        if not isinstance(record.category, str) or not record.category.strip():
-            raise UsageError(f"{where}: an error has no category; expected a path like 'Accuracy/Mistranslation'")
+        if record.category is None:  # a severity-only error (ESA)
+            record = record._replace(category="")
+        if not isinstance(record.category, str):
+            raise UsageError(f"{where}: an error's category is {record.category!r}; expected a path like "
+                             "'Accuracy/Mistranslation', or '' for a severity-only error")
         if not isinstance(record.severity, str) or not record.severity.strip():
-            raise UsageError(f"{where}: the {record.category!r} error has no severity; expected e.g. 'Major'")
+            raise UsageError(f"{where}: the {record.category or 'uncategorised'!r} error has no severity; "
+                             "expected e.g. 'Major'")
         if record.side not in SIDES:
             raise UsageError(f"{where}: error side {record.side!r}; expected 'target' or 'source'")
         text = self.candidate[output] if record.side == "target" else self.source[output]

@@ -1,9 +1,10 @@
 """Error spans as escaped HTML: a text with the MQM spans its raters marked highlighted.
 
 Raters' spans overlap (three raters on WMT23 often mark the same words), so the text is cut at
-every span boundary and each piece is wrapped once, in one ``<mark>`` carrying every error that
-covers it: its class is the most severe one (``sev-major``, ``sev-minor``, ``sev-other``) and its
-hover text lists each covering error (category, severity, rater). Every piece of text is escaped;
+every span boundary, on the original offsets, and each piece is wrapped once, in one ``<mark>``
+carrying every error that covers it: its class is the most severe one (``sev-major``, ``sev-minor``,
+``sev-other``) and its hover text lists each covering error (category, severity, rater). Every piece
+of text is escaped;
 offsets are character offsets into the clean text (as stored in the ``errors`` table), clamped to
 it. Errors without a span (``start`` None, e.g. an omission marked on nothing) are returned apart,
 for a list beside the text.
@@ -15,20 +16,27 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from assay.mqm.span_marks import SEVERITY_ORDER, severity_rank
 from assay.report.svg import esc
+
+#: an error marked as a severity of its own in some exports, shown as Major
+NON_TRANSLATION = frozenset({"non-translation", "non-translation!"})
 
 
 def severity_class(severities: Sequence[str]) -> str:
-    """``sev-major`` if any error is Major (or worse, e.g. Critical), else ``sev-minor``, else ``sev-other``."""
-    lowered = {s.lower() for s in severities}
-    if lowered & {"major", "critical", "non-translation", "non-translation!"}:
+    """``sev-major`` if any error is Major or worse (Critical; :func:`assay.mqm.span_marks.severity_rank`),
+    else ``sev-minor`` if any is Minor, else ``sev-other``; case-insensitive (ESA writes ``major``)."""
+    best = min((severity_rank(s) for s in severities), default=len(SEVERITY_ORDER))
+    if best <= SEVERITY_ORDER.index("major") or {s.strip().casefold() for s in severities} & NON_TRANSLATION:
         return "sev-major"
-    return "sev-minor" if "minor" in lowered else "sev-other"
+    return "sev-minor" if best == SEVERITY_ORDER.index("minor") else "sev-other"
 
 
 def error_label(error: Mapping[str, Any]) -> str:
-    """``category · severity · rater``, after ``system:`` when the error names the output's system."""
-    label = f"{error.get('category') or '?'} · {error.get('severity') or '?'} · {error.get('rater') or '?'}"
+    """``category · severity · rater``, after ``system:`` when the error names the output's system; a
+    severity-only error (ESA) says ``no category``."""
+    label = (f"{error.get('category') or 'no category'} · {error.get('severity') or '?'} · "
+             f"{error.get('rater') or '?'}")
     return f"{error['system']}: {label}" if error.get("system") else label
 
 

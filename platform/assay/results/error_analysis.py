@@ -50,6 +50,7 @@ SENSITIVITY_SCHEMA = pa.schema([
     *_estimate("ratio"),
     pa.field("human_penalises", pa.bool_(), nullable=False),
     pa.field("blind_spot_rank", pa.int64()),
+    pa.field("undetermined", pa.string()),  # why the ratio is not ranked (null where it is)
     pa.field("parent_signature", pa.string()),
     *_estimate("change_std"),
     pa.field("verdict", pa.string()),  # improved | worse | unchanged, against the parent
@@ -64,6 +65,8 @@ DISAGREEMENTS_SCHEMA = pa.schema([
     pa.field("rank", pa.int64(), nullable=False),
     pa.field("item", pa.string(), nullable=False),
     pa.field("source", pa.string()),
+    pa.field("references", pa.list_(pa.string())),
+    pa.field("reversed_in_item", pa.int64()),  # reversed pairs of the item; the row is its worst
     pa.field("preferred_system", pa.string(), nullable=False),
     pa.field("preferred_human", pa.float64(), nullable=False),
     pa.field("preferred_metric", pa.float64(), nullable=False),

@@ -10,7 +10,8 @@ For each MQM dataset the newest analysed version is shown, with, per metric sign
   own drop per error, in MQM points, is the yardstick column. Cells the humans do not clearly
   penalise are grey. Ranked blind spots are marked, and so is a change against a parent checkpoint;
 * the **worst disagreements**: output pairs the raters clearly order one way and the metric the
-  other (:mod:`assay.mqm.disagreements`), each output with its raters' error spans highlighted.
+  other, one per item (:mod:`assay.mqm.disagreements`), each output with its raters' error spans
+  highlighted, the source with the spans marked on it (omissions), and the reference.
 """
 
 from __future__ import annotations
@@ -81,11 +82,13 @@ def _cell_tip(ctx: ReportContext, row: dict[str, Any]) -> str:
              f"blind-spot ratio {_interval(row, 'ratio', 2)} (metric drop / human drop, standardised)",
              f"metric drop per error {_interval(row, 'metric_drop', 4)} in its own units; "
              f"standardised {_interval(row, 'metric_drop_std')}",
-             f"humans: {_interval(row, 'human_drop')} MQM points per error; standardised "
+             f"humans: {_interval(row, 'human_drop')} points per error; standardised "
              f"{_interval(row, 'human_drop_std')}" + ("" if row["human_penalises"] else " (not clearly penalised)"),
              f"{row['outputs']:,} outputs with the error; {row['items_varying']:,} items where it varies"]
     if row.get("blind_spot_rank") is not None:
         lines.append(f"blind spot #{row['blind_spot_rank']} of this metric")
+    elif row.get("undetermined"):
+        lines.append(f"ratio undetermined: {row['undetermined']}")
     if row.get("parent_signature"):
         lines.append(f"against parent {row['parent_signature']}: {row.get('verdict') or '?'}, change in "
                      f"standardised drop {_interval(row, 'change_std')}")
@@ -167,11 +170,16 @@ def _output_cell(row: dict[str, Any], side: str) -> str:
 
 
 def _source_cell(row: dict[str, Any]) -> str:
-    """The source with the source-side spans of both outputs, each labelled with its output's system."""
+    """The source with the source-side spans of both outputs (omissions: the words left out), each
+    labelled with its output's system, and the references below it."""
     errors = [{**e, "system": row[f"{side}_system"]} for side in ("preferred", "other")
               for e in json.loads(row[f"{side}_errors"]) if e.get("side") == "source"]
     marked, _ = highlight(row["source"] or "", errors, side="source")
-    return f'<td class="text source"><div class="who">item {esc(row["item"])}</div>{marked}</td>'
+    more = (row.get("reversed_in_item") or 1) - 1
+    who = f"item {esc(row['item'])}" + (f" · {more} more reversed pair{'s' * (more > 1)}" if more else "")
+    references = "".join(f'<div class="who">reference</div><div class="ref">{esc(r)}</div>'
+                         for r in row.get("references") or [])
+    return f'<td class="text source"><div class="who">{who}</div>{marked}{references}</td>'
 
 
 def _disagreements(ctx: ReportContext, rows: list[dict[str, Any]], runs: dict[str, dict[str, Any]]) -> str:
@@ -193,10 +201,12 @@ def _disagreements(ctx: ReportContext, rows: list[dict[str, Any]], runs: dict[st
                         f'{_source_cell(row)}{_output_cell(row, "preferred")}{_output_cell(row, "other")}'
                         f"<td>{row['human_gap']:.2f} / {row['metric_gap_std']:.2f}</td></tr>")
     return ('<div class="table-wrap"><table class="data disagreements"><caption>Worst disagreements per metric: '
-            "pairs of outputs of one source that the raters clearly order one way (by at least 1 MQM point) and "
-            "the metric the other, worst first (human gap × the metric's gap in within-item standard deviations). "
-            'Marked spans are the raters\' errors: <mark class="sev-major">Major</mark> <mark class="sev-minor">'
-            "Minor</mark>; hover a span for its category, severity and rater.</caption><thead><tr><th>#</th>"
+            "pairs of outputs of one source that the raters clearly order one way (by at least 1 point) and "
+            "the metric the other, worst first (human gap × the metric's gap in within-item standard deviations), "
+            "one per source. Marked spans are the raters' errors: "
+            '<mark class="sev-major">Major</mark> <mark class="sev-minor">Minor</mark> '
+            '<mark class="sev-other">other</mark>; in the source, the errors marked there (an omission marks the '
+            "words left out); hover a span for its category, severity and rater.</caption><thead><tr><th>#</th>"
             "<th>source</th><th>humans prefer</th><th>metric prefers</th><th>gap: MQM / metric SD</th></tr></thead>"
             f"<tbody>{''.join(body)}</tbody></table></div>")
 
