@@ -12,7 +12,7 @@ from typing import Any
 
 from prefect import flow, task
 
-from assay.jobs.ingest import ingest_path
+from assay.jobs.ingest import ingest_versions
 
 
 @task(name="ingest-dataset", task_run_name="ingest {path}")
@@ -22,8 +22,10 @@ def ingest_dataset(
     name: str | None = None,
     options: dict[str, str] | None = None,
     reparse: bool = False,
-) -> dict[str, Any]:
-    return ingest_path(path, format_name=format_name, name=name, options=options, reparse=reparse).as_dict()
+) -> list[dict[str, Any]]:
+    """The versions one source holds (one for most formats; one per language pair of an MTME test set)."""
+    return [result.as_dict() for result in
+            ingest_versions(path, format_name=format_name, name=name, options=options, reparse=reparse)]
 
 
 @flow(name="ingest", log_prints=False)
@@ -39,7 +41,7 @@ def ingest_flow(
     Datasets are ingested one after another: each is small, and SQLite allows one writer.
     ``reparse``: parse even unchanged sources (after an upgrade of Assay's parsers).
     """
-    return [ingest_dataset(path, format_name, name, options, reparse) for path in paths]
+    return [result for path in paths for result in ingest_dataset(path, format_name, name, options, reparse)]
 
 
 @task(name="discover-datasets")
@@ -54,4 +56,4 @@ def discover_datasets(data_dir: str) -> list[str]:
 @flow(name="ingest-directory")
 def ingest_directory_flow(data_dir: str) -> list[dict[str, Any]]:
     """Ingest every dataset a format recognises in ``data_dir`` (the nightly ingest)."""
-    return [ingest_dataset(path) for path in discover_datasets(data_dir)]
+    return [result for path in discover_datasets(data_dir) for result in ingest_dataset(path)]

@@ -15,6 +15,19 @@ hashing 27 MB instead of parsing it. Otherwise the source is parsed and the cont
 as before: identical tables return the existing version. What the source check cannot see is a
 change in Assay's parsers themselves; ``reparse=True`` (``assay ingest --reparse``) parses anyway.
 
+One source can hold several versions: a format that splits its input (:class:`assay.datasets.formats.
+SplitFormat`; ``mtme``: a test-set folder holds one version per language pair) is parsed once per split,
+every split before anything is written, and each split becomes its own version, named with the
+split's values when a name is given (``--name x`` -> ``x-en-de``). :func:`ingest_versions` returns them
+all; :func:`ingest_path` is the one-version case and refuses a source that holds several. Each split's
+version records the source key with its ``split`` and the source's ``splits``, so a no-op re-ingest
+finds all of them without parsing.
+
+A version that lists official submissions (``info["external_metrics"]``, format ``mtme``) gets their
+segment scores written into the segment-score store when it is created, and when an identical ingest
+finds it without them (:mod:`assay.jobs.external_scores`); a no-op re-ingest checks that they are
+there (one folder listing per variant) and otherwise takes the parsing path, which writes them.
+
 Only an ingest that creates a version records a run (``kind="ingest"``, through
 :class:`assay.jobs.runs.RunRecorder`, inputs by digest: the source files and the new version). A no-op
 records nothing: it wrote nothing and changed nothing, and the version's own run already says where
@@ -43,12 +56,21 @@ from assay.datasets import formats, store
 from assay.datasets.names import VersionRef, slug, validate_name
 from assay.datasets.parsed import ParsedDataset, SourceFile
 from assay.datasets.versions import store_version
-from assay.errors import InputError
+from assay.errors import InputError, UsageError
+from assay.jobs.external_scores import (
+    conflict_warning,
+    external_metrics,
+    has_external_scores,
+    plan_external_scores,
+    write_external_scores,
+)
 from assay.jobs.runs import RunRecorder
 from assay.provenance import code_version, table_digest
 
 #: the key of ``DatasetVersion.info`` (and of the manifest) that holds :func:`source_key`
 SOURCE_KEY = "ingest"
+#: the keys a split version adds to its source key: its own split and every split of the source
+SPLIT_KEYS = ("split", "splits")
 
 
 @dataclass(frozen=True)
@@ -63,6 +85,9 @@ class IngestResult:
     """False when the source files matched an existing version's and were not parsed again."""
     run_id: str | None = None
     """The ingest run that created the version; None for a no-op, which records no run."""
+    external_scores: dict[str, Any] | None = None
+    """What writing the official submissions' segment scores did (variants, written, rows, run_id);
+    None for a version without them, and for a no-op that found them stored."""
 
     @property
     def label(self) -> str:
@@ -82,11 +107,15 @@ class IngestResult:
             "warnings": self.warnings,
             "parsed": self.parsed,
             "run_id": self.run_id,
+            **({"external_scores": self.external_scores} if self.external_scores is not None else {}),
         }
 
 
 def default_name(parsed: ParsedDataset, path: Path) -> str:
-    """The name a dataset gets when none is given: ``wmt17`` for a WMT package of 2017, etc."""
+    """The name a dataset gets when none is given: ``wmt17`` for a WMT package of 2017, the parser's
+    ``default_name`` (``mtme-wmt23-en-de``), etc."""
+    if parsed.metadata.get("default_name"):
+        return slug(str(parsed.metadata["default_name"]))
     year = parsed.metadata.get("year")
     if parsed.format in ("wmt-da", "wmt16-daseg") and year:
         return f"wmt{int(year) % 100:02d}"
@@ -138,19 +167,20 @@ def _files_unchanged(path: Path, recorded: list[dict[str, Any]]) -> bool:
     return True
 
 
-def find_unchanged(
+def find_unchanged_versions(
     path: str | Path,
     *,
     format_name: str | None = None,
     name: str | None = None,
     options: Mapping[str, str] | None = None,
     settings: Settings | None = None,
-) -> IngestResult | None:
-    """The existing version that ingesting ``path`` would return, found without parsing, or None
-    when the source must be parsed (new, changed, or ingested before source keys were recorded).
+) -> list[IngestResult] | None:
+    """The existing versions that ingesting ``path`` would return (one per split of the source, in
+    split order), found without parsing; None when the source must be parsed (new, changed, ingested
+    before source keys were recorded, or a version lacks the official scores it lists).
 
     Cheap enough to ask in the CLI's process before starting a flow: it reads the catalog, lists
-    the source folder and hashes the files the matching version was parsed from.
+    the source folder and hashes the files the matching versions were parsed from.
     """
     settings = settings or load_settings()
     path = Path(path).resolve()
@@ -160,22 +190,52 @@ def find_unchanged(
         validate_name(name)
     with session_scope(settings) as session:
         candidates = [
-            (IngestResult(v.ref, v.format, False, dict(v.row_counts), list(v.warnings),
-                          parsed=False), list(v.source_files), (v.info or {}).get(SOURCE_KEY))
+            (IngestResult(v.ref, v.format, False, dict(v.row_counts), list(v.warnings), parsed=False),
+             list(v.source_files), dict((v.info or {})[SOURCE_KEY]), dict(v.info or {}))
             for v in session.scalars(
                 select(DatasetVersion).where(DatasetVersion.source_path == str(path))
                 .options(selectinload(DatasetVersion.dataset)).order_by(DatasetVersion.id.desc())
             )
-            if (v.info or {}).get(SOURCE_KEY) and (name is None or v.dataset.name == name)
+            if (v.info or {}).get(SOURCE_KEY)
         ]
     if not candidates:
         return None
     fmt = format_name or formats.detect_format(path)
     key = source_key(path, {**sidecar_options(path), **(options or {})}, name)
-    for existing, files, recorded in candidates:
-        if existing.format == fmt and recorded == key and files and _files_unchanged(path, files):
-            return existing
-    return None
+    found: dict[str, tuple[IngestResult, dict[str, Any]]] = {}
+    splits: list[dict[str, str]] | None = None
+    for existing, files, recorded, info in candidates:  # newest first
+        split = _split_id(recorded.get("split"))
+        base = {k: v for k, v in recorded.items() if k not in SPLIT_KEYS}
+        if existing.format != fmt or split in found or base != key:
+            continue
+        if files and _files_unchanged(path, files):
+            found[split] = (existing, info)
+            splits = splits or list(recorded.get("splits") or [{}])
+    if splits is None or any(_split_id(s) not in found for s in splits):
+        return None
+    chosen = [found[_split_id(s)] for s in splits]
+    if not all(has_external_scores(settings, info) for _, info in chosen):
+        return None
+    return [result for result, _ in chosen]
+
+
+def find_unchanged(
+    path: str | Path,
+    *,
+    format_name: str | None = None,
+    name: str | None = None,
+    options: Mapping[str, str] | None = None,
+    settings: Settings | None = None,
+) -> IngestResult | None:
+    """The one existing version that ingesting ``path`` would return, found without parsing
+    (:func:`find_unchanged_versions`); None when it must be parsed or the source holds several."""
+    found = find_unchanged_versions(path, format_name=format_name, name=name, options=options, settings=settings)
+    return found[0] if found is not None and len(found) == 1 else None
+
+
+def _split_id(split: Mapping[str, str] | None) -> str:
+    return json.dumps(dict(split or {}), sort_keys=True)
 
 
 def ingest_path(
@@ -187,31 +247,77 @@ def ingest_path(
     reparse: bool = False,
     settings: Settings | None = None,
 ) -> IngestResult:
-    """Ingest one file or folder; an unchanged source or identical content returns the existing
-    version unchanged. ``reparse``: parse even when the source files are unchanged (after an
-    upgrade of Assay's parsers; identical content is still a no-op)."""
+    """Ingest one file or folder that holds one dataset version (:func:`ingest_versions` for a source
+    that holds several, which this refuses before parsing)."""
+    return ingest_versions(path, format_name=format_name, name=name, options=options, reparse=reparse,
+                           settings=settings, single=True)[0]
+
+
+def ingest_versions(
+    path: str | Path,
+    *,
+    format_name: str | None = None,
+    name: str | None = None,
+    options: Mapping[str, str] | None = None,
+    reparse: bool = False,
+    settings: Settings | None = None,
+    single: bool = False,
+) -> list[IngestResult]:
+    """Ingest one file or folder: one version per split of the source (one for most formats); an
+    unchanged source or identical content returns the existing versions unchanged. Every split is
+    parsed before anything is written, so a defect anywhere writes nothing. ``reparse``: parse even
+    when the source files are unchanged (after an upgrade of Assay's parsers; identical content is
+    still a no-op). ``single``: refuse a source that holds several versions."""
     settings = settings or load_settings()
     started = time.time()
     path = Path(path).resolve()
     if name is not None:
         validate_name(name)
     if not reparse:
-        unchanged = find_unchanged(path, format_name=format_name, name=name, options=options, settings=settings)
-        if unchanged is not None:
+        unchanged = find_unchanged_versions(path, format_name=format_name, name=name, options=options,
+                                            settings=settings)
+        if unchanged is not None and not (single and len(unchanged) > 1):
             return unchanged
+    if not path.exists():
+        raise InputError(path, "no such file or folder")
     all_options = {**sidecar_options(path), **(options or {})}
-    key = source_key(path, all_options, name) if path.exists() else None
-    parsed = formats.parse(path, format_name, all_options)
-    given_name = name
-    name = name or default_name(parsed, path)
+    fmt = format_name or formats.detect_format(path)
+    splits = formats.splits(path, fmt, all_options)
+    if single and len(splits) > 1:
+        listed = "; ".join(" ".join(f"-o {k}={v}" for k, v in split.items()) for split in splits)
+        raise UsageError(f"{path} holds {len(splits)} dataset versions ({listed}): ingest them all with "
+                         "ingest_versions (assay ingest does), or name one with its option")
+    parsed = [formats.parse(path, fmt, {**all_options, **split}) for split in splits]
+    key = source_key(path, all_options, name)
+    return [_store(settings, path, one, key, split if len(splits) > 1 else {}, splits, name, all_options, reparse,
+                   started) for one, split in zip(parsed, splits, strict=True)]
+
+
+def _store(settings: Settings, path: Path, parsed: ParsedDataset, key: dict[str, Any], split: dict[str, str],
+           splits: list[dict[str, str]], given_name: str | None, all_options: dict[str, str], reparse: bool,
+           started: float) -> IngestResult:
+    """Store one parsed version (or find it stored) and write its official segment scores."""
+    name = given_name or default_name(parsed, path)
+    if given_name and split:
+        name = slug("-".join([given_name, *split.values()]))
     digest = table_digest(parsed.tables)
     row_counts = parsed.row_counts()
+    metrics = external_metrics(parsed.metadata) if "metric_scores" in parsed.tables else []
+    plan = plan_external_scores(parsed.tables["outputs"], parsed.tables["metric_scores"], metrics) if metrics else None
+    warnings = list(parsed.warnings)
+    conflicts = conflict_warning(plan) if plan is not None else None
+    if conflicts:
+        warnings.append(conflicts)
+    if split or len(splits) > 1:
+        key = {**key, "split": split, "splits": splits}
 
     with session_scope(settings) as session:
         existing = find_version_by_digest(session, name, digest)
-        if existing is not None:
-            return IngestResult(VersionRef(name, existing.number, digest), parsed.format, False, row_counts,
-                                list(existing.warnings))
+        found = None if existing is None else (VersionRef(name, existing.number, digest), list(existing.warnings))
+    if found is not None:
+        external = write_external_scores(settings, plan, found[0]) if plan is not None else None
+        return IngestResult(found[0], parsed.format, False, row_counts, found[1],
+                            external_scores=external if external and external["run_id"] else None)
 
     tables = {
         table_name: store.with_store_columns(table, table_name, name, digest)
@@ -225,7 +331,7 @@ def ingest_path(
         "source_path": str(path),
         "source_files": source_files,
         "row_counts": row_counts,
-        "warnings": parsed.warnings,
+        "warnings": warnings,
         "info": parsed.metadata,
         SOURCE_KEY: key,
         "code_version": code_version(),
@@ -233,20 +339,22 @@ def ingest_path(
     version = store_version(
         settings, name=name, digest=digest, tables=tables, manifest=manifest,
         format=parsed.format, source_path=str(path), source_files=source_files, row_counts=row_counts,
-        warnings=list(parsed.warnings), info={**parsed.metadata, SOURCE_KEY: key}, code_version=code_version(),
+        warnings=warnings, info={**parsed.metadata, SOURCE_KEY: key}, code_version=code_version(),
     )
     recorder = RunRecorder(
         settings, "ingest",
         inputs={"source_path": str(path), "source_files": [{"path": f["path"], "sha256": f["sha256"]}
                                                            for f in source_files],
                 "dataset": name, "version": version.number, "dataset_digest": digest},
-        parameters={"format": parsed.format, "name": given_name, "options": all_options, "reparse": reparse},
+        parameters={"format": parsed.format, "name": given_name, "options": {**all_options, **split},
+                    "reparse": reparse},
         started=started,
     )
     recorder.record({"dataset": version.label, "digest": digest, "row_counts": row_counts,
-                     "warnings": len(parsed.warnings)})
-    return IngestResult(version, parsed.format, True, row_counts, list(parsed.warnings),
-                        run_id=recorder.run_id)
+                     "warnings": len(warnings)})
+    external = write_external_scores(settings, plan, version) if plan is not None else None
+    return IngestResult(version, parsed.format, True, row_counts, warnings, run_id=recorder.run_id,
+                        external_scores=external)
 
 
 def sidecar_options(path: Path) -> dict[str, str]:
