@@ -28,6 +28,29 @@ without them has no file for them, so adding them changed no earlier version's d
     the version's weighting scheme, named in ``scheme``) and their error count. The segment's human
     score is minus the mean penalty over its raters.
 
+Three more exist only where a release has them (ESA, :mod:`assay.datasets.formats.esa`):
+
+``rater_scores``
+    One row per (system, segment, rater) of a release whose raters give a score directly (ESA's
+    0-100): the rater's score on the aspect's scale, the spans they marked, and the file and line it
+    came from. The segment's human score is the mean over its raters.
+``documents``
+    One row per segment of the test set: the document it belongs to and the document's domain.
+``domain_scores``
+    One row per (system, domain): the system's human score on the segments of one domain.
+
+mt-metrics-eval's data directories (format ``mtme``, :mod:`assay.datasets.formats.mtme`) also fill
+``documents`` and ``domain_scores`` (with the released domain-level scores), and three more:
+
+``document_scores``
+    One row per (aspect, system, document): a released document-level human score.
+``reference_texts``
+    One row per (reference, segment): every reference's text, the standard one and the others.
+``metric_scores``
+    One row per score of an official metric submission, at every level (seg, doc, domain, sys),
+    with the file and line it came from: the submissions are external metrics
+    (:mod:`assay.results.external_scores`), never recomputed.
+
 The columns ``dataset`` and ``version_digest`` (the first 12 hex digits of the version's digest)
 are filled in by the store; parsers leave them out. Versions written before the column was renamed
 call it ``version``; :data:`LEGACY_STORE_COLUMNS` maps the old names to the new, and the store
@@ -144,6 +167,105 @@ RATINGS = pa.schema(
     ]
 )
 
+RATER_SCORES = pa.schema(
+    [
+        pa.field("dataset", pa.string(), nullable=False),
+        pa.field("version_digest", pa.string(), nullable=False),
+        pa.field("group", pa.string(), nullable=False),
+        pa.field("aspect", pa.string(), nullable=False),
+        pa.field("item_id", pa.string(), nullable=False),
+        pa.field("segment_id", pa.string(), nullable=False),
+        pa.field("system", pa.string(), nullable=False),
+        pa.field("rater", pa.string(), nullable=False),
+        # the rater's own score on the aspect's scale (ESA: 0-100)
+        pa.field("score", pa.float64(), nullable=False),
+        # the error spans the rater marked on the output (``errors`` rows)
+        pa.field("errors", pa.int32(), nullable=False),
+        # the release file (relative to the ingested path) and its physical line (1-based)
+        pa.field("file", pa.string(), nullable=False),
+        pa.field("line", pa.int32(), nullable=False),
+    ]
+)
+
+DOCUMENTS = pa.schema(
+    [
+        pa.field("dataset", pa.string(), nullable=False),
+        pa.field("version_digest", pa.string(), nullable=False),
+        pa.field("group", pa.string(), nullable=False),
+        pa.field("segment_id", pa.string(), nullable=False),
+        pa.field("document", pa.string(), nullable=False),
+        pa.field("domain", pa.string()),
+    ]
+)
+
+DOMAIN_SCORES = pa.schema(
+    [
+        pa.field("dataset", pa.string(), nullable=False),
+        pa.field("version_digest", pa.string(), nullable=False),
+        pa.field("group", pa.string(), nullable=False),
+        pa.field("aspect", pa.string(), nullable=False),
+        pa.field("domain", pa.string(), nullable=False),
+        pa.field("system", pa.string(), nullable=False),
+        pa.field("is_human", pa.bool_(), nullable=False),
+        # mean segment score of the system over its rated segments of the domain
+        pa.field("human_raw", pa.float64(), nullable=False),
+        # the number of those segments
+        pa.field("rating_count", pa.int32(), nullable=False),
+    ]
+)
+
+# The tables of mt-metrics-eval's data directories (format ``mtme``, :mod:`assay.datasets.formats.mtme`)
+
+DOCUMENT_SCORES = pa.schema(
+    [
+        pa.field("dataset", pa.string(), nullable=False),
+        pa.field("version_digest", pa.string(), nullable=False),
+        pa.field("group", pa.string(), nullable=False),
+        pa.field("aspect", pa.string(), nullable=False),
+        pa.field("document", pa.string(), nullable=False),
+        pa.field("system", pa.string(), nullable=False),
+        pa.field("is_human", pa.bool_(), nullable=False),
+        # the released document-level human score (mt-metrics-eval's ``doc`` level)
+        pa.field("human_raw", pa.float64(), nullable=False),
+    ]
+)
+
+REFERENCE_TEXTS = pa.schema(
+    [
+        pa.field("dataset", pa.string(), nullable=False),
+        pa.field("version_digest", pa.string(), nullable=False),
+        pa.field("group", pa.string(), nullable=False),
+        # the reference's name (``refA``, ``synthetic_ref``)
+        pa.field("reference", pa.string(), nullable=False),
+        pa.field("segment_id", pa.string(), nullable=False),
+        # null where the release has no text (mt-metrics-eval's ``[No translation supplied]``)
+        pa.field("text", pa.string()),
+    ]
+)
+
+METRIC_SCORES = pa.schema(
+    [
+        pa.field("dataset", pa.string(), nullable=False),
+        pa.field("version_digest", pa.string(), nullable=False),
+        pa.field("group", pa.string(), nullable=False),
+        # the submission's base name as the file name gives it (``XCOMET-Ensemble``)
+        pa.field("metric", pa.string(), nullable=False),
+        # the reference(s) it used (``refA``, ``refA.refB``, ``all``), or ``src`` (reference-free)
+        pa.field("reference", pa.string(), nullable=False),
+        # ``seg``, ``doc``, ``domain`` or ``sys``
+        pa.field("level", pa.string(), nullable=False),
+        pa.field("domain", pa.string()),  # level ``domain`` only
+        pa.field("system", pa.string(), nullable=False),
+        pa.field("segment_id", pa.string()),  # level ``seg`` only
+        pa.field("score", pa.float64()),
+        # the score file, relative to the ingested folder, and its 1-based line (0: a score the file
+        # lacks, given 0 by mt-metrics-eval's repair, option ``missing_metric_scores=zero``)
+        pa.field("file", pa.string(), nullable=False),
+        pa.field("line", pa.int32(), nullable=False),
+        pa.field("document", pa.string()),  # level ``doc`` only
+    ]
+)
+
 TABLES: dict[str, pa.Schema] = {
     "segments": SEGMENTS,
     "systems": SYSTEMS,
@@ -155,6 +277,12 @@ TABLES: dict[str, pa.Schema] = {
 OPTIONAL_TABLES: dict[str, pa.Schema] = {
     "errors": ERRORS,
     "ratings": RATINGS,
+    "rater_scores": RATER_SCORES,
+    "documents": DOCUMENTS,
+    "domain_scores": DOMAIN_SCORES,
+    "document_scores": DOCUMENT_SCORES,
+    "reference_texts": REFERENCE_TEXTS,
+    "metric_scores": METRIC_SCORES,
 }
 
 #: Columns the store adds; parsers produce every other column.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from assay.datasets.parsed import ParsedDataset
 from assay.errors import InputError
@@ -27,16 +27,27 @@ class Format(Protocol):
     def parse(self, path: Path, options: Mapping[str, str]) -> ParsedDataset: ...
 
 
+@runtime_checkable
+class SplitFormat(Format, Protocol):
+    """A format whose one input holds several dataset versions (``mtme``: a test-set folder holds one
+    per language pair). ``splits`` gives the options of each: ``parse(path, {**options, **split})``
+    parses that one version."""
+
+    def splits(self, path: Path, options: Mapping[str, str]) -> list[dict[str, str]]: ...
+
+
 def registry() -> dict[str, Format]:
     """All known formats by name, in detection order (most specific first)."""
-    from assay.datasets.formats import generic, huse, mqm_tsv, webnlg2017, wmt16_daseg, wmt_da
+    from assay.datasets.formats import esa, generic, huse, mqm_tsv, mtme, webnlg2017, wmt16_daseg, wmt_da
 
     formats: list[Format] = [
         wmt_da.FORMAT,
         wmt16_daseg.FORMAT,
         webnlg2017.FORMAT,
         huse.FORMAT,
+        mtme.FORMAT,
         mqm_tsv.FORMAT,
+        esa.FORMAT,
         generic.FORMAT,
     ]
     return {f.name: f for f in formats}
@@ -64,3 +75,10 @@ def parse(path: Path, format_name: str | None = None, options: Mapping[str, str]
     if name not in formats:
         raise InputError(path, f"unknown format {name!r}", expected="one of: " + ", ".join(formats))
     return formats[name].parse(path, options or {})
+
+
+def splits(path: Path, format_name: str, options: Mapping[str, str] | None = None) -> list[dict[str, str]]:
+    """The options of each dataset version ``path`` holds in format ``format_name``: one empty set for a
+    format whose input is one version, one set per version for a :class:`SplitFormat`."""
+    fmt = registry()[format_name]
+    return fmt.splits(Path(path), options or {}) if isinstance(fmt, SplitFormat) else [{}]
