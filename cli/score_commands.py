@@ -63,7 +63,7 @@ def _spec_from_options(metric: str | None, model: str | None, layer: int | None,
 
 def metric_options(func: Any) -> Any:
     options = [
-        click.option("--metric", help="Metric name: sentbleu, bleu, chrf, ter, rouge1, rouge2, rougeL, "
+        click.option("--metric", help="Metric name: sentbleu, bleu, chrf, corpus-chrf, ter, rouge1, rouge2, rougeL, "
                      "bertscore, bleurt, bleu-neighbors, or any metric an installed package registers "
                      "(entry-point group assay.metrics)."),
         click.option("--model", help="BERTScore encoder: a local folder or a Hugging Face hub id "

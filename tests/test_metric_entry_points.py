@@ -32,6 +32,7 @@ BUILT_IN = {
     "sentbleu": "assay.metrics.lexical:SentenceBLEU",
     "bleu": "assay.metrics.lexical:CorpusBLEU",
     "chrf": "assay.metrics.lexical:ChrF",
+    "corpus-chrf": "assay.metrics.lexical:CorpusChrF",
     "ter": "assay.metrics.lexical:TER",
     "rouge1": "assay.metrics.lexical:Rouge1",
     "rouge2": "assay.metrics.lexical:Rouge2",

@@ -32,9 +32,9 @@ def run_scoring(dataset: str, metric: str, shard_size: int = 4000, scope: str = 
 
 
 def test_registry_names_every_metric() -> None:
-    assert set(metric_names()) == {"sentbleu", "bleu", "chrf", "ter", "rouge1", "rouge2", "rougeL", "bertscore",
-                            "bleurt", "bleu-neighbors"}
-    for name in ("sentbleu", "bleu", "chrf", "ter", "rouge1", "rouge2", "rougeL"):
+    assert set(metric_names()) == {"sentbleu", "bleu", "chrf", "corpus-chrf", "ter", "rouge1", "rouge2", "rougeL",
+                            "bertscore", "bleurt", "bleu-neighbors"}
+    for name in ("sentbleu", "bleu", "chrf", "corpus-chrf", "ter", "rouge1", "rouge2", "rougeL"):
         assert create_metric(name).signature().startswith(name + "|")
 
 
@@ -346,8 +346,8 @@ def test_language_pairs_the_model_does_not_cover_are_left_out(tmp_path: Path) ->
         (["--metric", "chrf", "--layer", "4"],
          "error: --model/--layer/--idf/--rescale/--no-cache-undigested apply to bertscore, not chrf"),
         (["--metric", "nope"],
-         "error: unknown metric 'nope' (registered: bertscore, bleu, bleu-neighbors, bleurt, chrf, rouge1, rouge2, "
-         "rougeL, sentbleu, ter)"),
+         "error: unknown metric 'nope' (registered: bertscore, bleu, bleu-neighbors, bleurt, chrf, corpus-chrf, "
+         "rouge1, rouge2, rougeL, sentbleu, ter)"),
     ],
 )
 def test_cli_refuses_bad_metric_options_in_one_line_before_any_flow(args: list[str], message: str) -> None:

@@ -38,8 +38,8 @@ def test_documented_sentbleu_example_is_what_the_metric_renders() -> None:
     assert create_metric("sentbleu").signature() == expected
 
 
-@pytest.mark.parametrize("name", [n for n in ("sentbleu", "bleu", "chrf", "ter", "rouge1", "rouge2", "rougeL",
-                                              "bleu-neighbors")])
+@pytest.mark.parametrize("name", [n for n in ("sentbleu", "bleu", "chrf", "corpus-chrf", "ter", "rouge1", "rouge2",
+                                              "rougeL", "bleu-neighbors")])
 def test_builtin_signatures_follow_the_format(name: str) -> None:
     metric = create_metric(name)
     signature = metric.signature({"set": "0123456789ab"})

@@ -17,8 +17,8 @@ Oracles and tolerances:
   24.13). Those files are not in the shared data, so the Chinese checks below use WMT24's en-zh
   texts (``../shared/data/esa-wmt24/txt``) with sacrebleu's own language choice as the oracle:
   absolute 1e-9.
-* chrF-refA.sys.score is sacrebleu's *corpus* chrF; Assay has no corpus chrF (its system-level
-  chrF is the mean of segment chrF), so no system-level chrF check is made here.
+* chrF-refA.sys.score is sacrebleu's *corpus* chrF, Assay's ``corpus-chrf`` (``chrf``'s system
+  score is the mean of segment chrF): it is checked in ``test_corpus_chrf.py``.
 """
 
 from __future__ import annotations

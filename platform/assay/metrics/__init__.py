@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from assay.metrics.bleu_neighbors import BleuNeighbors, BleuStarKernel, RougeKernel
     from assay.metrics.bleu_neighbors_metric import BleuNeighborsMetric
     from assay.metrics.bleu_star import bleu_star
-    from assay.metrics.lexical import TER, ChrF, CorpusBLEU, Rouge1, Rouge2, RougeL, SentenceBLEU
+    from assay.metrics.lexical import TER, ChrF, CorpusBLEU, CorpusChrF, Rouge1, Rouge2, RougeL, SentenceBLEU
     from assay.metrics.registry import MetricSpec, create_metric, metric_class, metric_names
     from assay.metrics.signature import Signature, package_version, parse_signature, render_signature
 
@@ -35,7 +35,7 @@ _HOMES = {
     **dict.fromkeys(("BleuNeighbors", "BleuStarKernel", "RougeKernel"), "assay.metrics.bleu_neighbors"),
     "BleuNeighborsMetric": "assay.metrics.bleu_neighbors_metric",
     "bleu_star": "assay.metrics.bleu_star",
-    **dict.fromkeys(("TER", "ChrF", "CorpusBLEU", "Rouge1", "Rouge2", "RougeL", "SentenceBLEU"),
+    **dict.fromkeys(("TER", "ChrF", "CorpusBLEU", "CorpusChrF", "Rouge1", "Rouge2", "RougeL", "SentenceBLEU"),
                     "assay.metrics.lexical"),
     **dict.fromkeys(("MetricSpec", "create_metric", "metric_class", "metric_names"), "assay.metrics.registry"),
     **dict.fromkeys(("Signature", "package_version", "parse_signature", "render_signature"),
@@ -60,6 +60,7 @@ __all__ = [
     "BleuStarKernel",
     "ChrF",
     "CorpusBLEU",
+    "CorpusChrF",
     "Metric",
     "MetricOutputError",
     "MetricSpec",

@@ -43,7 +43,7 @@ others are class-level facts (``ClassVar``).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -161,6 +161,14 @@ class Metric(ABC):
     def corpus_score(self, stats: np.ndarray) -> float:
         """The corpus score from summed sufficient statistics (``has_sufficient_statistics``)."""
         raise UsageError(f"{self.name} has no corpus-level aggregate other than the mean")
+
+    @classmethod
+    def corpus_scorer(cls, signature: str) -> Callable[[np.ndarray], float]:
+        """:meth:`corpus_score` as the metric that rendered ``signature`` computes it: a metric
+        whose aggregate has parameters (corpus BLEU's smoothing, corpus chrF's β) reads them back
+        from the signature's fields, so stored statistics are aggregated as they were scored.
+        By default the default instance's (an aggregate without parameters)."""
+        return cls().corpus_score
 
     def check_inputs(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> None:
         if len(candidates) != len(references):

@@ -3,6 +3,11 @@
 sacrebleu (Post, 2018) for BLEU (Papineni et al., 2002), sentence BLEU, chrF (Popović, 2015) and
 TER (Snover et al., 2006); rouge-score (Google's implementation of Lin, 2004) for ROUGE-1/2/L.
 
+Names follow the level, as WMT's baselines do: ``bleu`` and ``corpus-chrf`` are corpus scores
+(sacrebleu's ``corpus_score``: statistics summed over the test set, one score from the sums: WMT's
+system-level BLEU and chrF), ``sentbleu`` and ``chrf`` segment scores (``sentence_score``: WMT's
+segment-level sentBLEU and chrF). A corpus metric's segment rows carry its sufficient statistics.
+
 BLEU's tokenizer follows the target language unless one is given, as sacrebleu chooses it when it
 knows the target language (``BLEU(trg_lang=...)``): ``zh`` for Chinese, ``ja-mecab`` for Japanese,
 ``ko-mecab`` for Korean, ``13a`` for every other language and where the language is not known.
@@ -16,7 +21,7 @@ chrF needs no such choice (characters, ``nc:6|nw:0``, for every language).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -24,7 +29,7 @@ import numpy as np
 from assay.errors import UsageError
 from assay.metrics import params as check
 from assay.metrics.base import Metric, ScoringContext, SegmentScores
-from assay.metrics.signature import package_version
+from assay.metrics.signature import package_version, parse_signature
 
 MAX_NGRAM_ORDER = 4
 
@@ -53,6 +58,15 @@ def _bleu(metric: str, *, tokenize: str | None, trg_lang: str = "", **kwargs: An
 
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
+
+
+def _signature_fields(metric: str, signature: str, *names: str) -> list[str]:
+    """The values of fields ``names`` of a ``metric`` signature (the parameters of its corpus
+    aggregate, :meth:`Metric.corpus_scorer`)."""
+    fields = parse_signature(signature)
+    if fields["metric"] != metric or any(name not in fields for name in names):
+        raise UsageError(f"not a {metric} signature with fields {', '.join(names)}: {signature}")
+    return [fields[name] for name in names]
 
 
 class TargetLanguageBLEU:
@@ -181,6 +195,11 @@ class CorpusBLEU(Metric):
             scores[i] = result.score
         return SegmentScores(scores, stats=stats)
 
+    @classmethod
+    def corpus_scorer(cls, signature: str) -> Callable[[np.ndarray], float]:
+        (smooth,) = _signature_fields(cls.name, signature, "smooth")
+        return cls(smooth_method=smooth).corpus_score
+
     def corpus_score(self, stats: np.ndarray) -> float:
         from sacrebleu.metrics import BLEU
 
@@ -226,6 +245,55 @@ class ChrF(Metric):
         self.check_inputs(candidates, references)
         return SegmentScores(np.array([self._chrf.sentence_score(c, list(r)).score
                                        for c, r in zip(candidates, references, strict=True)]))
+
+
+class CorpusChrF(ChrF):
+    """Corpus chrF (Popović, 2015) as sacrebleu's ``CHRF.corpus_score`` computes it, the WMT
+    system-level ``chrF`` baseline: the character (and word) n-gram counts of every segment are
+    summed over the corpus and one F-score is computed from the sums, which is not the mean of
+    segment chrF (on WMT23 en-de the two differ by up to several points). Segment rows carry the
+    sufficient statistics sacrebleu extracts (hypothesis, reference and matched n-grams per order,
+    against the segment's best reference); :meth:`corpus_score` computes sacrebleu's F-score of
+    their sums, so bootstrap replicates re-aggregate without rescoring. On WMT23 en-de it equals
+    mt-metrics-eval's official ``chrF-refA.sys.score`` (``tests/metrics/test_corpus_chrf.py``).
+    The per-segment ``score`` is the segment chrF (:class:`ChrF`'s)."""
+
+    name: ClassVar[str] = "corpus-chrf"
+    has_sufficient_statistics: ClassVar[bool] = True
+    #: the layout for the default orders (``nc:6|nw:0``); in general three columns per order,
+    #: character orders 1..nc then word orders 1..nw, as sacrebleu's ``_get_match_statistics``
+    stats_columns: ClassVar[tuple[str, ...]] = tuple(
+        f"{count}_char{n}" for n in range(1, 7) for count in ("hyp", "ref", "match"))
+
+    def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
+              sources: Sequence[str | None] | None = None, *,
+              context: ScoringContext | None = None) -> SegmentScores:
+        self.check_inputs(candidates, references)
+        width = 3 * (self.char_order + self.word_order)
+        stats = np.zeros((len(candidates), width), dtype=np.float64)
+        scores = np.zeros(len(candidates))
+        for i, (cand, refs) in enumerate(zip(candidates, references, strict=True)):
+            # what sacrebleu's sentence_score and corpus_score extract for one segment
+            (row,) = self._chrf._extract_corpus_statistics([cand], [[ref] for ref in refs])
+            stats[i] = row
+            scores[i] = self._chrf._compute_score_from_stats(row).score
+        return SegmentScores(scores, stats=stats)
+
+    @classmethod
+    def corpus_scorer(cls, signature: str) -> Callable[[np.ndarray], float]:
+        nc, nw, beta = _signature_fields(cls.name, signature, "nc", "nw", "beta")
+        try:
+            return cls(char_order=int(nc), word_order=int(nw), beta=int(beta)).corpus_score
+        except ValueError:
+            raise UsageError(f"nc, nw and beta are not integers in {signature}") from None
+
+    def corpus_score(self, stats: np.ndarray) -> float:
+        totals = np.asarray(stats, dtype=np.float64).sum(axis=0) if np.ndim(stats) == 2 else np.asarray(stats)
+        width = 3 * (self.char_order + self.word_order)
+        if totals.shape != (width,):
+            raise UsageError(f"{self.name}: {totals.shape[-1] if totals.ndim else 0} sufficient statistics per "
+                             f"segment, expected {width} (3 per order, nc:{self.char_order}|nw:{self.word_order})")
+        return float(self._chrf._compute_score_from_stats([int(x) for x in totals]).score)
 
 
 class TER(Metric):
