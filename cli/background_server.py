@@ -78,6 +78,7 @@ from typing import Any, TextIO
 
 from assay.config import Settings
 from assay.errors import AssayError
+from assay.flows.engine import TELEMETRY_OPT_OUT
 from assay.ports import LOOPBACK, free_port
 
 HOST = LOOPBACK
@@ -338,6 +339,7 @@ def _server_environment(settings: Settings) -> dict[str, str]:
         env.pop(key, None)
     env["PREFECT_HOME"] = str(settings.prefect_home)
     env["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+    env.setdefault(*TELEMETRY_OPT_OUT)  # and the SDK's telemetry (its notice, its events)
     return env
 
 

@@ -10,20 +10,23 @@ from typing import Any
 import click
 
 from assay.cli.options import parse_options
-from assay.cli.output import emit_json, print_catalog_table, version_summary
+from assay.cli.output import emit_json, print_catalog_table, version_fact_lines, version_facts, version_summary
 
 
 @click.command("ingest")
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--format", "format_name", help="Input format (default: detected). See `assay formats`.")
+@click.option("--format", "format_name", metavar="NAME",
+              help="Input format (default: detected). `assay formats` lists every format with its name.")
 @click.option("--name", help="Dataset name (default: derived, e.g. wmt17 for a WMT17 package).")
 @click.option("--option", "-o", "option_pairs", multiple=True, metavar="KEY=VALUE",
-              help="Format option, e.g. column declarations for the generic format (repeatable).")
+              help="Format option (repeatable), e.g. -o language_pair=en-de (mtme, esa) or the generic "
+                   "format's column declarations (-o candidate=hyp -o human_z=z ...).")
 @click.option("--mqm-weights", metavar="SCHEME",
               help="MQM: the weighting scheme of the human score, a name (mtme, the default) or rules like "
                    "'Major:5 Minor:1 Minor/Fluency/Punctuation:0.1'. Part of the score's identity.")
 @click.option("--reference-system", metavar="SYSTEM",
-              help="MQM: the rated system whose text is the reference (default: the one named ref, refA, ...).")
+              help="MQM: the rated system whose text is the reference (default: the one named ref, refA, ...). "
+                   "MTME: the standard reference (default: mt-metrics-eval's for the test set).")
 @click.option("--reparse", is_flag=True,
               help="Parse even if the source files are unchanged (after upgrading Assay's parsers).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -36,24 +39,30 @@ def ingest_command(path: Path, format_name: str | None, name: str | None,
     new version and the old one stays readable. A defective input is rejected with one error
     naming the file and line, and nothing is written.
 
+    Some sources hold several versions: an mt-metrics-eval test-set folder (wmt23/) becomes one
+    version per language pair (mtme-wmt23-en-de, ...; -o language_pair=en-de ingests one), with the
+    official submissions' scores as external metrics. --json prints one object per version (a list
+    when there are several).
+
     Unchanged source files (same sha256 as when a version was parsed from them) are answered
     from the catalog in this process, without parsing and without starting the Prefect flow.
     """
     from assay.cli.runner import run_ingest_flow
-    from assay.jobs.ingest import find_unchanged
+    from assay.jobs.ingest import find_unchanged_versions
 
     options = parse_options(option_pairs)
     if mqm_weights:
         options["mqm_weights"] = mqm_weights
     if reference_system:
         options["reference_system"] = reference_system
-    unchanged = None if reparse else find_unchanged(path, format_name=format_name, name=name, options=options)
+    unchanged = None if reparse else find_unchanged_versions(path, format_name=format_name, name=name,
+                                                             options=options)
     if unchanged is not None:
-        results = [unchanged.as_dict()]
+        results = [result.as_dict() for result in unchanged]
     else:
         results = run_ingest_flow([str(path)], format_name=format_name, name=name, options=options, reparse=reparse)
     if as_json:
-        emit_json(results[0])
+        emit_json(results[0] if len(results) == 1 else results)
         return
     print_ingest_results(results)
 
@@ -65,6 +74,10 @@ def print_ingest_results(results: list[dict[str, Any]]) -> None:
         counts = ", ".join(f"{k} {v:,}" for k, v in result["row_counts"].items() if v)
         click.echo(f"{result['label']} ({result['version_digest'][:12]}, {result['format']}): "
                    f"{state}; {counts}")
+        external = result.get("external_scores")
+        if external:
+            click.echo(f"  official scores: {external['written']:,} of {external['variants']:,} segment-level "
+                       f"variants written to the segment-score store ({external['rows']:,} rows)")
         for warning in result["warnings"]:
             click.echo(f"  warning: {warning}")
 
@@ -94,7 +107,9 @@ def list_command(all_versions: bool, as_json: bool) -> None:
 @click.argument("ref", metavar="NAME[@VERSION]")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def show_command(ref: str, as_json: bool) -> None:
-    """One dataset version: digest, source files with sha256, row counts, systems, warnings."""
+    """One dataset version: digest, source files with sha256, row counts, systems, warnings, and what
+    its format recorded about the human scores and references (weighting scheme, reference system,
+    primary human score, human systems)."""
     from assay.catalog.dataset_versions import resolve
     from assay.catalog.engine import session_scope
     from assay.config import load_settings
@@ -104,6 +119,8 @@ def show_command(ref: str, as_json: bool) -> None:
         version = resolve(session, ref)
         detail = version_summary(version)
         detail["rater_agreement"] = rater_agreement(load_settings(), version.store_path)
+        detail.update(version_facts(version.info))
+        fact_lines = version_fact_lines(version.info)
         detail.update(
             store_path=version.store_path,
             code_version=version.code_version,
@@ -123,6 +140,8 @@ def show_command(ref: str, as_json: bool) -> None:
     click.echo(f"{detail['label']}  digest {detail['version_digest']}")
     click.echo(f"  format {detail['format']}, ingested {detail['created_at']} by {detail['code_version']}")
     click.echo(f"  source {detail['source_path']}")
+    for line in fact_lines:
+        click.echo(f"  {line}")
     click.echo("  rows: " + ", ".join(f"{k} {v:,}" for k, v in detail["row_counts"].items()))
     groups = sorted({s["group"] for s in detail["systems"]})
     click.echo(f"  {len(detail['systems'])} systems over {len(groups)} groups: {', '.join(groups)}")
@@ -157,6 +176,12 @@ def sql_command(query: str, pins: tuple[str, ...], as_json: bool, as_csv: bool) 
     Each dataset has views NAME (segment judgments), NAME_systems, NAME_outputs and
     NAME_rankings (non-alphanumerics in NAME become '_'); `segments`, `systems`, `outputs` and
     `rankings` union all datasets. Example: assay sql "SELECT \\"group\\", count(*) FROM wmt17 GROUP BY 1"
+
+    `scores` joins every stored segment score with the judgments it scored (by segment key): metric,
+    signature, dataset, version_digest, group, aspect, item_id, segment_id, system, is_human, score,
+    extra, human_z, human_raw, rating_count, ratings, key, run_id (the function segment_key(source,
+    references, candidate) computes a key). Example:
+    assay sql "SELECT signature, corr(score, human_z) FROM scores WHERE dataset = 'wmt17' GROUP BY 1"
     """
     from assay.query.duck import run_user_query
 

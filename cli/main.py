@@ -56,6 +56,9 @@ def cli() -> None:
     a local Prefect server that the first command starts in the background (`assay server`), or on
     the one PREFECT_API_URL names.
     """
+    from assay.flows.engine import opt_out_of_prefect_telemetry
+
+    opt_out_of_prefect_telemetry()  # before any command imports Prefect: no notices of Prefect's own
 
 
 def _register_commands() -> None:
@@ -65,7 +68,9 @@ def _register_commands() -> None:
         dataset_commands,
         deploy_commands,
         drift_commands,
+        error_commands,
         eval_commands,
+        format_commands,
         job_commands,
         report_commands,
         robustness_commands,
@@ -81,7 +86,7 @@ def _register_commands() -> None:
     modules = (catalog_commands, checkpoint_commands, dataset_commands, job_commands, score_commands,
                eval_commands, drift_commands, report_commands, server_commands, synth_commands, worker_commands,
                train_commands, robustness_commands, deploy_commands,
-               suite_commands, sweep_commands)
+               suite_commands, sweep_commands, error_commands, format_commands)
     for module in modules:
         module.register(cli)
 

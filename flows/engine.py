@@ -63,10 +63,24 @@ def wants_background_server(settings: Settings) -> bool:
         and "prefect" not in sys.modules
 
 
+#: Prefect's documented client-side opt-out of its SDK telemetry
+#: (https://docs.prefect.io/v3/concepts/telemetry). ``PREFECT_SERVER_ANALYTICS_ENABLED=false`` covers
+#: the server only: without this, importing Prefect at a terminal prints its "anonymous usage data"
+#: notice (to a new Prefect home, e.g. each new ``ASSAY_HOME``) and queues its first-use events.
+TELEMETRY_OPT_OUT = ("DO_NOT_TRACK", "1")
+
+
+def opt_out_of_prefect_telemetry() -> None:
+    """Set :data:`TELEMETRY_OPT_OUT` unless the user set ``DO_NOT_TRACK``; before Prefect is imported
+    (the CLI does it for every command, :func:`configure_prefect_defaults` for every flow)."""
+    os.environ.setdefault(*TELEMETRY_OPT_OUT)
+
+
 def configure_prefect_defaults() -> None:
     """Set the Prefect settings the user has not set; call before importing prefect, and after
     ``PREFECT_API_URL`` is set when the background server is the choice (the CLI does both)."""
     settings = load_settings()
+    opt_out_of_prefect_telemetry()
     os.environ.setdefault("PREFECT_HOME", str(settings.prefect_home))
     # Prefect creates its home without parents; a fresh ASSAY_HOME may not exist yet
     Path(os.environ["PREFECT_HOME"]).expanduser().mkdir(parents=True, exist_ok=True)

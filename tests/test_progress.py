@@ -51,7 +51,7 @@ def test_the_mode_follows_the_terminal_unless_told(monkeypatch: pytest.MonkeyPat
 
 
 def test_lines_every_n_seconds_with_rate_and_eta() -> None:
-    clock, lines = _Clock(), []
+    clock, lines = _Clock(), list[str]()
     shown = progress.Progress("finetune ft", 100, "steps", mode="lines", every=30, sink=lines.append, clock=clock)
     clock.now += 10
     shown.update(10, loss=0.51234)
@@ -112,3 +112,36 @@ def test_a_bar_at_a_terminal(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Cap
     shown.close()
     err = capsys.readouterr().err
     assert "finetune ft:" in err and "5/10" in err and "10/10" not in err and "loss 0.5" in err
+
+
+def test_work_in_large_steps_ticks_while_the_position_stands_still() -> None:
+    """Scoring moves a shard (thousands of segments) at a time: with ``tick`` a log still gets a line
+    every interval, with the elapsed time, and the ticker stops at close (no line after it)."""
+    import time
+
+    lines: list[str] = []
+    with progress.Progress("scoring bertscore", 4035, "segments", mode="lines", every=0.05, sink=lines.append,
+                           tick=True) as shown:
+        time.sleep(0.4)  # no update: the position stands at 0
+        assert len(lines) >= 2, lines
+        assert all(line.split("] ", 1)[1].startswith("scoring bertscore: 0/4035 segments (0%), 0.00 segments/s, "
+                                                     "elapsed ") for line in lines), lines
+        shown.update(4035)
+    closed = len(lines)
+    assert lines[-1].split("] ", 1)[1].startswith("scoring bertscore: 4035/4035 segments (100%), ")
+    time.sleep(0.2)
+    assert len(lines) == closed  # the ticker ended with the display
+    assert shown._ticker is not None and not shown._ticker.is_alive()
+
+
+def test_the_bar_takes_the_size_of_the_terminal_stderr_is_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pseudo-terminal that reports 0 x 0 would make tqdm hide the bar: COLUMNS/LINES, else 100 x 20."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+    monkeypatch.setattr(progress.os, "get_terminal_size", lambda fd: progress.os.terminal_size((0, 0)))
+    assert tuple(progress._terminal_size()) == (100, 20)
+    monkeypatch.setenv("COLUMNS", "160")
+    assert tuple(progress._terminal_size()) == (160, 20)
+    monkeypatch.setattr(progress.os, "get_terminal_size", lambda fd: progress.os.terminal_size((80, 24)))
+    monkeypatch.delenv("COLUMNS")
+    assert tuple(progress._terminal_size()) == (80, 24)

@@ -1,7 +1,9 @@
 """Progress as a person and a script see it (issue 18): ``assay synth`` and ``assay train`` at a
 pseudo-terminal draw bars with ETA (pairs; steps with the loss and the last validation tau); in a
 pipe they write a plain line every ASSAY_PROGRESS_EVERY seconds; ``--quiet`` writes neither; and
-transformers' own "Loading weights" bar never shows.
+transformers' own "Loading weights" bar never shows. ``assay score`` does the same in segments
+(issue 28), and no command prints Prefect's notices (its first-run telemetry notice is written only
+at a terminal, so only a terminal test can see it).
 
 The encoder is a tiny RANDOM BERT with MiniLM's real tokenizer (no model of that size is available
 offline); the ratings and sentences are the real WMT16 data in ``../shared/data``.
@@ -93,3 +95,45 @@ def test_bars_at_a_terminal_lines_in_a_pipe_and_nothing_when_quiet(prefect_engin
     quiet = _in_a_pipe([*train("quiet"), "--quiet"], env)
     assert quiet.returncode == 0, quiet.stderr
     assert "finetune quiet: " not in quiet.stderr and "quiet" in quiet.stdout
+
+
+#: what Prefect prints the first time it is imported at a terminal by a new user
+#: (prefect/_internal/analytics/notice.py)
+PREFECT_NOTICE = "anonymous usage data"
+#: the variables by which Prefect tells a CI run, where it never shows the notice
+#: (prefect/_internal/analytics/ci_detection.py, Prefect 3.8)
+PREFECT_CI_VARIABLES = ("CI", "GITHUB_ACTIONS", "GITLAB_CI", "JENKINS_URL", "TRAVIS", "CIRCLECI", "BUILDKITE",
+                        "TF_BUILD", "CODEBUILD_BUILD_ID", "BITBUCKET_COMMIT", "TEAMCITY_VERSION", "DRONE", "SEMAPHORE",
+                        "APPVEYOR", "BUDDY", "CI_NAME")
+
+
+def test_score_draws_a_bar_at_a_terminal_and_lines_in_a_pipe_and_no_prefect_notice(
+        prefect_engine: None, shared_data: Path, isolated_assay_home: Path) -> None:
+    runner = CliRunner()
+    assert runner.invoke(cli, ["ingest", str(shared_data / "wmt16-da-seg")]).exit_code == 0
+    env = {**os.environ, "ASSAY_PROGRESS_EVERY": "0.2", "COLUMNS": "160"}
+    env.pop("ASSAY_PROGRESS", None)
+    # a new Prefect user, not in CI, who did not opt out: where Prefect shows its notice
+    for name in ("PREFECT_HOME", "DO_NOT_TRACK", *PREFECT_CI_VARIABLES):
+        env.pop(name, None)
+
+    def score(metric: str) -> list[str]:
+        return ["score", "--dataset", "wmt16", "--metric", metric, "--shard-size", "200"]
+
+    # at a terminal: one bar in segments, redrawn with \r, ending at 100% with its rate
+    status, out = _at_a_terminal(score("sentbleu"), env)
+    assert status == 0, out
+    plain = ANSI.sub("", out)
+    assert "\r" in out, out
+    assert re.search(r"scoring sentbleu: 100%\|[^|]*\| (\d+)/\1 \[\d\d:\d\d<00:00, +[\d.]+segments/s\]", plain), plain
+    assert PREFECT_NOTICE not in out and "Prefect collects" not in out, out
+    assert (isolated_assay_home / "prefect").is_dir()  # the fresh Prefect home this command imported Prefect with
+
+    # in a pipe: plain lines, no carriage return; the last one at 100%
+    piped = _in_a_pipe(score("chrf"), env)
+    assert piped.returncode == 0, piped.stderr
+    assert "\r" not in piped.stderr + piped.stdout, piped.stderr
+    lines = [line for line in piped.stderr.splitlines() if "scoring chrf: " in line]
+    assert lines and re.fullmatch(r"\[\d\d:\d\d:\d\d\] scoring chrf: (\d+)/\1 segments \(100%\), [\d.]+ segments/s, "
+                                  r"elapsed \dm\d\ds", lines[-1]), piped.stderr
+    assert PREFECT_NOTICE not in piped.stderr + piped.stdout

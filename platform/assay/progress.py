@@ -1,21 +1,27 @@
-"""How long-running work shows its progress: synthesis (pairs) and training (steps, loss, the last
-validation tau).
+"""How long-running work shows its progress: scoring (segments), synthesis (pairs) and training
+(steps, loss, the last validation tau).
 
 Three modes, chosen once per process (:func:`configure`, or ``ASSAY_PROGRESS``):
 
-* ``bar``: a tqdm bar with rate and ETA on stderr, for a person at a terminal;
+* ``bar``: a tqdm bar with rate and ETA on stderr, redrawn in place (``\\r``), for a person at a
+  terminal;
 * ``lines``: one plain line every ``ASSAY_PROGRESS_EVERY`` seconds (30 by default), and one at the
-  end, for a script's log or a Prefect flow-run log (``sink``);
+  end, for a script's log, a pipe or a Prefect flow-run log (``sink``); never a ``\\r``;
 * ``quiet``: nothing (``--quiet``).
 
 ``auto`` (the default) is ``bar`` when stderr is a terminal and ``lines`` otherwise.
+
+Work that moves in large steps (scoring moves one shard, thousands of segments, at a time) starts
+its display with ``tick=True``: a timer then writes the line every interval even while the position
+stands still, so a log shows the work is alive, and redraws the bar each second, so its elapsed
+time moves.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -96,33 +102,51 @@ class Progress:
     clock: Callable[[], float] = time.monotonic
     done: int = 0
     info: dict[str, str] = field(default_factory=dict)
+    tick: bool = False
     _bar: Any = None
     _started: float = 0.0
     _last_line: float = 0.0
     _closed: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _ticker: threading.Thread | None = None
 
     def __post_init__(self) -> None:
         self._started = self._last_line = self.clock()
         if self.mode == "bar":
             from tqdm.auto import tqdm
 
-            # the terminal's size, else COLUMNS and LINES, else 100 x 20: a pseudo-terminal may report
-            # 0 x 0, and tqdm then hides the bar as "outside the screen"
-            size = shutil.get_terminal_size((100, 20))
+            size = _terminal_size()
             self._bar = tqdm(total=self.total, desc=self.desc, unit=self.unit, file=sys.stderr, ncols=size.columns,
                              nrows=size.lines)
+        if self.tick and self.mode in ("bar", "lines"):
+            self._ticker = threading.Thread(target=self._tick, name=f"progress: {self.desc}", daemon=True)
+            self._ticker.start()
 
     def update(self, done: int, **info: Any) -> None:
-        if self._closed:
-            return
-        self.info.update({k: _show(v) for k, v in info.items() if v is not None})
-        step, self.done = done - self.done, done
-        if self._bar is not None:
-            if self.info:
-                self._bar.set_postfix_str(", ".join(f"{k} {v}" for k, v in self.info.items()), refresh=False)
-            self._bar.update(step)
-        elif self.mode == "lines" and self.clock() - self._last_line >= self.every:
-            self._line()
+        with self._lock:
+            if self._closed:
+                return
+            self.info.update({k: _show(v) for k, v in info.items() if v is not None})
+            step, self.done = done - self.done, done
+            if self._bar is not None:
+                if self.info:
+                    self._bar.set_postfix_str(", ".join(f"{k} {v}" for k, v in self.info.items()), refresh=False)
+                self._bar.update(step)
+            elif self.mode == "lines" and self.clock() - self._last_line >= self.every:
+                self._line()
+
+    def _tick(self) -> None:
+        """The timer of ``tick``: each second, the line when none was written for an interval
+        (``lines``), or the bar redrawn so that its elapsed time moves (``bar``)."""
+        while not self._stop.wait(min(self.every, 1.0)):
+            with self._lock:
+                if self._closed:
+                    return
+                if self._bar is not None:
+                    self._bar.refresh()
+                elif self.clock() - self._last_line >= self.every:
+                    self._line()
 
     def line(self) -> str:
         """The plain line ``lines`` mode writes: position, share, rate, ETA and the shown values."""
@@ -140,27 +164,59 @@ class Progress:
         self.sink(self.line())
 
     def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        if self._bar is not None:
-            self._bar.close()
-        elif self.mode == "lines":
-            self._line()
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._stop.set()
+            if self._bar is not None:
+                self._bar.close()
+            elif self.mode == "lines":
+                self._line()
+        if self._ticker is not None and self._ticker is not threading.current_thread():
+            self._ticker.join()
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
 
 def _show(value: Any) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
-def start(desc: str, total: int, unit: str, *, fallback_sink: Sink | None = None) -> Progress | None:
+def _terminal_size() -> os.terminal_size:
+    """``COLUMNS`` and ``LINES`` where set, else the size of the terminal stderr is on (where the bar
+    is drawn, whatever stdout is), else 100 x 20. A pseudo-terminal may report 0 x 0 (``script``,
+    some container and CI runners), and tqdm then hides the bar as "outside the screen"."""
+    def number(name: str) -> int:
+        try:
+            return max(int(os.environ.get(name) or 0), 0)
+        except ValueError:
+            return 0
+
+    columns, lines = number("COLUMNS"), number("LINES")
+    if not (columns and lines):
+        try:
+            size = os.get_terminal_size(sys.stderr.fileno())
+        except (AttributeError, ValueError, OSError):  # no stderr, a replaced one, or not a terminal
+            size = os.terminal_size((0, 0))
+        columns, lines = columns or size.columns, lines or size.lines
+    return os.terminal_size((columns or 100, lines or 20))
+
+
+def start(desc: str, total: int, unit: str, *, fallback_sink: Sink | None = None,
+          tick: bool = False) -> Progress | None:
     """A display for this process's mode (None when ``quiet``); ``lines`` go to the configured sink,
-    else to ``fallback_sink`` (a flow's run logger), else to stderr."""
+    else to ``fallback_sink`` (a flow's run logger), else to stderr. ``tick``: also write a line (or
+    redraw the bar) every interval while the position does not move (work in large steps)."""
     mode = resolved_mode()
     if mode == "quiet":
         return None
     return Progress(desc, total, unit, mode=mode, every=_every(),
-                    sink=_CONFIG.sink or fallback_sink or _stderr_line)
+                    sink=_CONFIG.sink or fallback_sink or _stderr_line, tick=tick)
 
 
 class TrainingProgress:

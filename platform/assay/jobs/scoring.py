@@ -193,8 +193,14 @@ def set_fields(metric: Metric, rows: pa.Table, keys: list[str] | None = None) ->
 
     Either way, shards of one request share one set, so scoring in shards equals one pass, and a
     different set never reuses cached scores computed under another.
+
+    - ``depends_on_target_language`` (BLEU's tokenizer): the metric's fields for the set's target
+      languages (:meth:`Metric.target_language_fields`), e.g. ``tok:zh`` for an en-zh set.
     """
     extra: dict[str, str] = {}
+    if metric.depends_on_target_language:
+        languages = [target_language(group) for group in rows.column("group").to_pylist()]
+        extra.update({key: str(value) for key, value in metric.target_language_fields(languages).items()})
     if metric.depends_on_segment_set:
         extra["set"] = _digest(sorted(set(keys if keys is not None else keys_of(rows))))
     if metric.depends_on_reference_corpus:
@@ -237,6 +243,7 @@ def plan_scoring(
     if rows.num_rows == 0:
         raise UsageError(f"{ref.label} has no {scope} segments to score (try --scope outputs or all)")
     rows, excluded = _covered(metric, rows, allow_languages, ref.label)
+    _check_references(metric, rows, ref.label)
     keys = keys_of(rows)
     extra = set_fields(metric, rows, keys)
     signature = metric.signature(extra)
@@ -300,6 +307,22 @@ def _covered(metric: Metric, rows: pa.Table, allow_languages: bool, label: str) 
             "to score them anyway, or choose a model for that language"
         )
     return rows.take(keep), excluded
+
+
+def _check_references(metric: Metric, rows: pa.Table, label: str) -> None:
+    """Refuse, before anything is computed, a metric that needs references on segments without any
+    (an MQM release that rates no human translation, such as WMT23 zh-en side by side)."""
+    if not metric.needs_references:
+        return
+    missing = sum(1 for refs in rows.column("references").to_pylist() if not refs)
+    if missing:
+        which = (f"none of its {rows.num_rows:,} segments has one" if missing == rows.num_rows
+                 else f"{missing:,} of its {rows.num_rows:,} segments have none")
+        raise UsageError(
+            f"{label}: {metric.name} needs a reference, but {which}. "
+            "Add one by ingesting the release again with a rated system as its reference: assay ingest PATH "
+            "--reference-system NAME (-o reference_system=NAME); or score a metric that needs no reference"
+        )
 
 
 def _with_mean_human(todo: pa.Table, keys: list[str], human: list[float | None]) -> pa.Table:
@@ -404,6 +427,8 @@ def score_shard(plan: ScorePlan, shard: int, settings: Settings | None = None) -
         human=table.column("human").to_pylist() if metric.needs_human_scores else None,
         reference_corpus=(pq.read_table(plan.corpus_path).column("reference").to_pylist()
                           if metric.depends_on_reference_corpus and plan.corpus_path else None),
+        target_languages=([target_language(group) for group in table.column("group").to_pylist()]
+                          if metric.depends_on_target_language else None),
     )
     t0 = time.perf_counter()
     result = metric.score(table.column("candidate").to_pylist(), table.column("references").to_pylist(),
@@ -566,14 +591,17 @@ def compute_plan(plan: ScorePlan, settings: Settings | None = None, timeout_s: f
         plan = steps.start(plan)
         parts: list[dict[str, Any]] = []
         try:
-            from tqdm.auto import tqdm
+            from assay.progress import start as start_progress
 
-            # a model-based metric shows its own bar within a shard
-            with tqdm(total=sum(end - start for start, end in plan.shards), desc=f"scoring {plan.metric_name}",
-                      unit="seg", disable=not progress) as bar:
+            # a bar at a terminal, lines otherwise (assay.progress); the display ticks while a shard,
+            # thousands of segments, is scored, and a model-based metric shows its own bar within it
+            display = start_progress(f"scoring {plan.metric_name}", sum(end - start for start, end in plan.shards),
+                                     "segments", tick=True) if progress else None
+            with display or contextlib.nullcontext():
                 for shard in range(len(plan.shards)):
                     parts.append(steps.score_shard(plan, shard))
-                    bar.update(parts[-1]["rows"])
+                    if display is not None:
+                        display.update(sum(part["rows"] for part in parts))
         except BaseException as exc:
             steps.finish(plan, parts, error=f"{type(exc).__name__}: {exc}")
             raise

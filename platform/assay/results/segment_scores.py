@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 
 from assay.atomic import unique_part_name, write_parquet
 from assay.config import Settings
+from assay.query.literals import sql_literal
 from assay.results import parts
 
 STORE = "segment_scores"
@@ -100,6 +101,19 @@ def row_count(settings: Settings) -> int:
     root = parts.store_folder(settings, STORE)
     return sum(pq.read_metadata(f).num_rows for f in root.glob("metric=*/sig=*/part-*.parquet")) \
         if root.is_dir() else 0
+
+
+def sql_source(settings: Settings) -> str | None:
+    """A DuckDB ``FROM`` source over every stored row of every signature, with its ``metric`` (the
+    partition's name) as a column; None while nothing is stored. Rows are as stored: a key scored by
+    two concurrent runs appears twice (identical scores; :func:`read_scores` keeps one)."""
+    root = parts.store_folder(settings, STORE)
+    files = sorted(root.glob("metric=*/sig=*/part-*.parquet")) if root.is_dir() else []
+    if not files:
+        return None
+    listed = "[" + ", ".join(sql_literal(str(f)) for f in files) + "]"
+    return (f"read_parquet({listed}, hive_partitioning = true, hive_types = {{'metric': VARCHAR, 'sig': VARCHAR}}, "
+            "union_by_name = true)")
 
 
 def read_scores(settings: Settings, metric: str, signature: str, keys: Iterable[str] | None = None) -> pa.Table:
