@@ -43,9 +43,12 @@ INDENT = "    "
                    "its source, references and every output with scores and marked errors. Nothing is stored.")
 @click.option("--include-human/--exclude-human", "include_human", default=None,
               help="Analyse human translations as candidates too (default: the release's rule).")
+@click.option("--min-human-gap", type=float, default=None, metavar="POINTS",
+              help="Points of the human score that make a clear human preference (default: one minor error on "
+                   "its scale: 1 for MQM, 10 for ESA's 0-100).")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole analysis (or the item) as JSON.")
 def errors_command(dataset: str, metric: str, parent: str | None, level: str, resamples: int, seed: int, top: int,
-                   item: str | None, include_human: bool | None, as_json: bool) -> None:
+                   item: str | None, include_human: bool | None, min_human_gap: float | None, as_json: bool) -> None:
     """What a metric misses: per error category, how much the metric's score drops for an error
     against how much the humans' drops (with bootstrap intervals over source segments), the blind
     spots ranked where the humans clearly penalise the error, and the items the metric ranks most
@@ -53,7 +56,7 @@ def errors_command(dataset: str, metric: str, parent: str | None, level: str, re
     if item is not None:
         from assay.jobs.error_analysis import show_item
 
-        shown = show_item(dataset, metric, item, include_human=include_human)
+        shown = show_item(dataset, metric, item, include_human=include_human, min_human_gap=min_human_gap)
         if as_json:
             emit_json(shown)
         else:
@@ -62,7 +65,7 @@ def errors_command(dataset: str, metric: str, parent: str | None, level: str, re
     from assay.jobs.error_analysis import analyse_errors
 
     result = analyse_errors(dataset, metric, parent=parent, level=level, n_resamples=resamples, seed=seed, top=top,
-                            include_human=include_human)
+                            include_human=include_human, min_human_gap=min_human_gap)
     if as_json:
         emit_json(result)
         return
@@ -103,7 +106,7 @@ def print_sensitivity(report: Mapping[str, Any]) -> None:
 def print_disagreements(worst: Mapping[str, Any], metric: str) -> None:
     pairs = worst["pairs"]
     click.echo(f"worst disagreements, one per item ({worst['reversed_pairs']:,} of {worst['clear_pairs']:,} clear "
-               f"human preferences, a gap of at least {worst['min_human_gap']:g} point, reversed by {metric} in "
+               f"human preferences, a gap of at least {gap_text(worst)}, reversed by {metric} in "
                f"{worst['items_reversed']:,} items):")
     if not pairs:
         return
@@ -120,13 +123,21 @@ def print_disagreements(worst: Mapping[str, Any], metric: str) -> None:
             print_output(f"{sign} {side['system']}", side, pair["source"], metric)
 
 
+def gap_text(found: Mapping[str, Any]) -> str:
+    """``10 points (ESA default: ...)``: the clear-preference gap and its basis."""
+    gap = found["min_human_gap"]
+    basis = found.get("min_human_gap_basis")
+    shown = basis and not basis.startswith("given")
+    return f"{gap:g} point{'' if gap == 1 else 's'}" + (f" ({basis})" if shown else "")
+
+
 def print_item(shown: Mapping[str, Any]) -> None:
     outputs = shown["outputs"]
     click.echo(f"{shown['dataset']} ({shown['aspect']}) item {shown['item']}: {len(outputs)} outputs, the humans' "
                f"best first; {shown['signature']}")
     print_texts(shown["source"], shown["references"], shown["reference_names"], indent="")
     click.echo(f"{shown['metric']} reverses {shown['reversed_pairs']} of {shown['clear_pairs']} clear human "
-               f"preferences (a gap of at least {shown['min_human_gap']:g} point)"
+               f"preferences (a gap of at least {gap_text(shown)})"
                + (": " + ", ".join(f"{r['preferred']} over {r['other']}" for r in shown["reversed"])
                   if shown["reversed"] else ""))
     click.echo(legend(severities(o["errors"] for o in outputs)))

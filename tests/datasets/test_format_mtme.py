@@ -21,7 +21,8 @@ from assay.config import load_settings
 from assay.datasets import formats
 from assay.datasets.parsed import ParsedDataset
 from assay.errors import UsageError
-from assay.jobs.ingest import find_unchanged_versions, ingest_path, ingest_versions
+from assay.jobs.ingest import discover, find_unchanged_versions, ingest_path, ingest_versions
+from assay.provenance import table_digest
 from assay.results import segment_scores
 from assay.results.external_scores import parse_external
 
@@ -288,6 +289,85 @@ def test_ingest_writes_the_official_segment_scores_once(mtme_copy: Callable[...,
     assert not restored.created and restored.external_scores is not None
     assert restored.external_scores["written"] == len(SOME_METRICS)
     assert {s.signature for s in segment_scores.scored_signatures(settings)} == set(found)
+
+
+# -- mt-metrics-eval's data root: a folder of test sets -------------------------------------------------
+
+@pytest.fixture
+def mtme_root(tmp_path: Path, wmt23: Path) -> Path:
+    """``mt-metrics-eval-v2/`` as MTME downloads it, with two test sets, ``wmt23`` and ``wmt99`` (a name
+    MTME's metadata does not know), each the real en-de folder by symbolic links (the metric files of
+    ``SOME_METRICS`` only), and ``txt/``: texts in MTME's layout without scores (as an ESA release has),
+    which is not a test set."""
+    root = tmp_path / "mt-metrics-eval-v2"
+    for name in ("wmt23", "wmt99"):
+        folder = root / name
+        folder.mkdir(parents=True)
+        for sub in ("sources", "references", "documents", "human-scores", "system-outputs"):
+            (folder / sub).symlink_to(wmt23 / sub, target_is_directory=True)
+        metrics = folder / "metric-scores" / LP
+        metrics.mkdir(parents=True)
+        for metric in SOME_METRICS:
+            for file in (wmt23 / "metric-scores" / LP).glob(f"{metric}.*.score"):
+                (metrics / file.name).symlink_to(file)
+    (root / "txt").mkdir()
+    for sub in ("sources", "system-outputs"):
+        (root / "txt" / sub).symlink_to(wmt23 / sub, target_is_directory=True)
+    return root
+
+
+def test_a_data_root_holds_one_version_per_test_set_and_pair(mtme_root: Path) -> None:
+    assert formats.detect_format(mtme_root) == "mtme"
+    assert formats.splits(mtme_root, "mtme") == [{"test_set": "wmt23", "language_pair": LP},
+                                                 {"test_set": "wmt99", "language_pair": LP}]
+    assert formats.splits(mtme_root, "mtme", {"test_set": "wmt99", "language_pair": LP}) == [
+        {"test_set": "wmt99", "language_pair": LP}]
+    results = ingest_versions(mtme_root)
+    assert [r.label for r in results] == ["mtme-wmt23-en-de@1", "mtme-wmt99-en-de@1"]
+    assert all(r.created for r in results)
+    # each version is the one its test-set folder gives alone: the same tables (so the same digest) and
+    # official signatures named after its own test set
+    alone = formats.parse(mtme_root / "wmt23")
+    assert results[0].version.digest == table_digest(alone.tables)
+    from assay.catalog.dataset_versions import resolve
+    from assay.catalog.engine import session_scope
+
+    with session_scope(load_settings()) as session:
+        infos = [dict(resolve(session, r.label).info) for r in results]
+        sources = [[f["path"] for f in resolve(session, r.label).source_files] for r in results]
+    assert [v["signature"] for v in infos[0]["external_metrics"]] == \
+        [v["signature"] for v in alone.metadata["external_metrics"]]
+    assert {parse_external(v["signature"]).task for v in infos[1]["external_metrics"]} == {"wmt99"}  # type: ignore[union-attr]
+    assert (infos[0]["test_set"], infos[1]["test_set"]) == ("wmt23", "wmt99")
+    # the files read are recorded under the root, so a re-ingest of the root finds them
+    assert all(path.startswith("wmt23/") for path in sources[0]) and "wmt99/sources/en-de.txt" in sources[1]
+    again = ingest_versions(mtme_root)
+    assert [(r.label, r.created, r.parsed) for r in again] == [(r.label, False, False) for r in results]
+    named = ingest_versions(mtme_root, name="mine", options={"test_set": "wmt99"})
+    assert [r.label for r in named] == ["mine@1"]
+
+
+def test_a_data_root_refuses_what_it_does_not_hold(mtme_root: Path, raises_input_error) -> None:
+    with raises_input_error(mtme_root.name, expected="-o test_set= one or more of: wmt23, wmt99",
+                            problem="wmt22"):
+        formats.splits(mtme_root, "mtme", {"test_set": "wmt22"})
+    with raises_input_error(mtme_root.name, expected="wmt23 en-de", problem="de-en"):
+        formats.splits(mtme_root, "mtme", {"language_pair": "de-en"})
+    with raises_input_error(mtme_root.name, expected="-o test_set=NAME", problem="2 test sets"):
+        formats.parse(mtme_root)
+    with raises_input_error("wmt23", expected="-o test_set=wmt23", problem="wmt99"):
+        formats.splits(mtme_root / "wmt23", "mtme", {"test_set": "wmt99"})
+    assert not formats.registry()["mtme"].detect(mtme_root / "txt" / "sources")
+
+
+def test_discover_finds_the_shared_data_roots(shared_data: Path) -> None:
+    """``mtme-wmt23`` holds ``wmt23/`` one level down (a data root); ``esa-wmt24``'s ``txt/`` lays its
+    texts out as MTME does but holds no scores, so that folder stays an ESA release."""
+    found = {path.name: path for path in discover(shared_data)}
+    assert {"mtme-wmt23", "esa-wmt24"} <= set(found)
+    assert formats.detect_format(found["mtme-wmt23"]) == "mtme"
+    assert formats.splits(found["mtme-wmt23"], "mtme") == [{"test_set": "wmt23", "language_pair": LP}]
+    assert formats.detect_format(found["esa-wmt24"]) == "esa"
 
 
 # -- bad input: one error naming the file, the line and what was expected; nothing written -----------

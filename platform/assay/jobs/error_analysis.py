@@ -8,13 +8,18 @@ stored segment scores, and runs the error analysis of :mod:`assay.mqm` on them:
   humans' with bootstrap intervals over items, and the blind spots ranked by their ratio
   (:func:`assay.mqm.error_sensitivity`);
 * the worst disagreements, one per item, with the source, the references and the errors of both
-  outputs and their spans (:func:`assay.mqm.worst_disagreements`);
+  outputs and their spans (:func:`assay.mqm.worst_disagreements`); a human preference is clear at the
+  default gap of the version's kind of human score (:func:`assay.mqm.disagreements.default_clear_gap`:
+  1 MQM point, 10 ESA points) unless one is given, and the gap and its basis are in the output and
+  the run's parameters;
 * with ``parent`` (the signature or metric name of a parent checkpoint scored on the same
   segments), which cells the child got better or worse at, paired over the same resamples
   (:func:`assay.mqm.compare_sensitivity`).
 
 The result is stored (:mod:`assay.results.error_analysis`) and recorded as a run of kind ``errors``.
-An item is ``<group>/<item_id>`` when a version holds several language pairs.
+An item is ``<group>/<item_id>`` when a version holds several language pairs. A version with several
+kinds of segment-level human score (an ``mtme`` version's ``mqm`` and ``da-sqm``) is analysed on its
+primary one (``info["primary_human"]["seg"]``), the kind its error spans belong to.
 
 :func:`show_item` reads one item's outputs, their scores and errors, its source and references, and
 the clear human preferences the metric reverses there (:func:`assay.mqm.item_disagreements`); it
@@ -35,6 +40,7 @@ from assay.catalog.dataset_versions import resolve
 from assay.catalog.engine import session_scope
 from assay.config import DEFAULT_SEED, Settings, load_settings
 from assay.datasets import store
+from assay.datasets.rater_scores import score_kind
 from assay.errors import UsageError
 from assay.jobs.judgments import JudgmentFilter
 from assay.jobs.runs import RecordedFile, RunRecorder, new_run_id
@@ -48,6 +54,7 @@ from assay.mqm import (
     item_disagreements,
     worst_disagreements,
 )
+from assay.mqm.disagreements import ClearGap, default_clear_gap, given_gap
 from assay.provenance import code_version
 from assay.results import error_analysis, segment_scores
 from assay.results.segment_scores import ScoredMetric, scored_signatures
@@ -82,7 +89,8 @@ def rated_outputs(settings: Settings, dataset: str, *, include_human: bool | Non
         raise UsageError(f"{version.ref.label} has no error annotations; `assay errors` needs an MQM release "
                          "(format mqm-tsv)")
     rows = JudgmentFilter.of(facts["info"], include_human=include_human)
-    seg = rows.table(settings, facts["store_path"], "segments").to_pydict()
+    seg = _primary_kind(rows.table(settings, facts["store_path"], "segments").to_pydict(), facts["info"],
+                        f"{facts['name']}@{facts['number']}")
     errors = store.read_table(settings, facts["store_path"], "errors").to_pydict()
     by_output: dict[tuple[str, str, str], list[tuple[str, str, str, str, int | None, int | None]]] = {}
     for g, s, seg_id, cat, sev, rater, side, start, end in zip(
@@ -101,23 +109,47 @@ def rated_outputs(settings: Settings, dataset: str, *, include_human: bool | Non
                            [c or 1 for c in seg["rating_count"]], seg["candidate"],
                            [s or "" for s in seg["source"]], [r or [] for r in seg["references"]])
     facts["aspect"] = ",".join(sorted(set(seg["aspect"])))
+    facts["kinds"] = sorted({score_kind(a) for a in seg["aspect"]})
     return facts, outputs, keys
 
 
+def _primary_kind(seg: dict[str, list[Any]], info: dict[str, Any], label: str) -> dict[str, list[Any]]:
+    """The segment rows of one kind of human score: all of them, or where a version holds several
+    kinds, those of its primary segment-level kind (``info["primary_human"]["seg"]``, ``mtme``)."""
+    kinds = [score_kind(a) for a in seg["aspect"]]
+    if len(set(kinds)) <= 1:
+        return seg
+    primary = (info.get("primary_human") or {}).get("seg")
+    if primary not in kinds:
+        raise UsageError(f"{label} holds several kinds of segment-level human score ({', '.join(sorted(set(kinds)))}) "
+                         "and records no primary one among them; `assay errors` analyses one kind")
+    keep = [k == primary for k in kinds]
+    return {column: [v for v, kept in zip(values, keep, strict=True) if kept] for column, values in seg.items()}
+
+
+def clear_gap(facts: dict[str, Any], min_human_gap: float | None) -> ClearGap:
+    """The gap of the human score that makes a clear preference: the one given, else the default of
+    the version's kind of human score (:func:`assay.mqm.disagreements.default_clear_gap`)."""
+    return given_gap(min_human_gap) if min_human_gap is not None else default_clear_gap(facts["kinds"])
+
+
 def analyse_errors(dataset: str, metric: str, *, parent: str | None = None, level: str = "category",
-                   n_resamples: int = 1000, seed: int = DEFAULT_SEED, top: int = 10, min_human_gap: float = 1.0,
-                   include_human: bool | None = None, settings: Settings | None = None) -> dict[str, Any]:
-    """Run the error analysis of one metric (and its parent) on a dataset version; store and return it."""
+                   n_resamples: int = 1000, seed: int = DEFAULT_SEED, top: int = 10,
+                   min_human_gap: float | None = None, include_human: bool | None = None,
+                   settings: Settings | None = None) -> dict[str, Any]:
+    """Run the error analysis of one metric (and its parent) on a dataset version; store and return it.
+    ``min_human_gap`` (points of the human score) None: the default of its kind (:func:`clear_gap`)."""
     settings = settings or load_settings()
     started = time.time()
     if level not in LEVELS:
         raise UsageError(f"unknown level {level!r} (expected {' or '.join(LEVELS)})")
     facts, outputs, keys = rated_outputs(settings, dataset, include_human=include_human)
+    gap = clear_gap(facts, min_human_gap)
     key_set = set(keys)
     scored = one_signature(settings, metric, key_set)
     with_metric = outputs.with_metric(metric_vector(settings, scored, keys))
     report = error_sensitivity(with_metric, level=level, n_resamples=n_resamples, seed=seed)  # type: ignore[arg-type]
-    worst = worst_disagreements(with_metric, min_human_gap=min_human_gap, top=top)
+    worst = worst_disagreements(with_metric, min_human_gap=gap, top=top)
     comparison = None
     parent_scored = None
     if parent is not None:
@@ -141,7 +173,7 @@ def analyse_errors(dataset: str, metric: str, *, parent: str | None = None, leve
         inputs={"dataset": facts["name"], "version": facts["number"], "dataset_digest": facts["digest"],
                 "signatures": [scored.signature] + ([parent_scored.signature] if parent_scored else [])},
         parameters={"level": level, "n_resamples": n_resamples, "seed": seed, "top": top,
-                    "min_human_gap": min_human_gap, "include_human": include_human, "parent": parent},
+                    **gap.as_dict(), "include_human": include_human, "parent": parent},
         run_id=run_id, started=started)
     seconds = recorder.record({"cells": len(cell_rows), "disagreements": len(pair_rows)}, files)
     disagreements = worst.as_dict()
@@ -154,7 +186,7 @@ def analyse_errors(dataset: str, metric: str, *, parent: str | None = None, leve
             "comparison": comparison.as_dict() if comparison else None, "seconds": seconds}
 
 
-def show_item(dataset: str, metric: str, item: str, *, min_human_gap: float = 1.0,
+def show_item(dataset: str, metric: str, item: str, *, min_human_gap: float | None = None,
               include_human: bool | None = None, settings: Settings | None = None) -> dict[str, Any]:
     """One item of a version: its source, references, every rated output with its human and metric
     scores (and ranks), its errors and their marks, and the clear human preferences the metric
@@ -163,7 +195,7 @@ def show_item(dataset: str, metric: str, item: str, *, min_human_gap: float = 1.
     facts, outputs, keys = rated_outputs(settings, dataset, include_human=include_human)
     scored = one_signature(settings, metric, set(keys))
     shown = item_disagreements(outputs.with_metric(metric_vector(settings, scored, keys)), item,
-                               min_human_gap=min_human_gap)
+                               min_human_gap=clear_gap(facts, min_human_gap))
     return {"dataset": f"{facts['name']}@{facts['number']}", "aspect": facts["aspect"], "metric": scored.metric,
             "signature": scored.signature,
             "reference_names": reference_names(facts["info"], shown.references, shown.item),

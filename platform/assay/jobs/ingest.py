@@ -16,7 +16,8 @@ as before: identical tables return the existing version. What the source check c
 change in Assay's parsers themselves; ``reparse=True`` (``assay ingest --reparse``) parses anyway.
 
 One source can hold several versions: a format that splits its input (:class:`assay.datasets.formats.
-SplitFormat`; ``mtme``: a test-set folder holds one version per language pair) is parsed once per split,
+SplitFormat`; ``mtme``: a test-set folder holds one version per language pair, MTME's data root one per
+test set and language pair) is parsed once per split,
 every split before anything is written, and each split becomes its own version, named with the
 split's values when a name is given (``--name x`` -> ``x-en-de``). :func:`ingest_versions` returns them
 all; :func:`ingest_path` is the one-version case and refuses a source that holds several. Each split's
@@ -162,7 +163,7 @@ def _files_unchanged(path: Path, recorded: list[dict[str, Any]]) -> bool:
                 return False  # cheap first: most edits change the size
         except OSError:
             return False
-        if SourceFile.of(file, path).sha256 != entry["sha256"]:
+        if SourceFile.of(file, file.parent).sha256 != entry["sha256"]:  # a file may lie beside the path (esa)
             return False
     return True
 
@@ -378,7 +379,8 @@ def sidecar_options(path: Path) -> dict[str, str]:
 
 
 def discover(data_dir: Path) -> list[Path]:
-    """The datasets in ``data_dir``: every entry (folder or file) that some format recognises."""
+    """The datasets in ``data_dir``: every entry (folder or file) that some format recognises (a folder
+    may hold several versions: ingest each with :func:`ingest_versions`)."""
     found = []
     registry = formats.registry()
     for entry in sorted(data_dir.iterdir()):

@@ -8,10 +8,12 @@ Evaluation reads a version's tables through a :class:`JudgmentFilter`:
   systems, and mt-metrics-eval leaves them out of the candidates unless ``--include_human`` is
   given; releases whose human rows always were candidates (WebNLG 2017's reference texts, HUSE's
   human summaries) keep them, so earlier numbers do not change;
-* ``rater``: MQM only. The human score of each segment is that rater's own (minus their penalty,
-  from the ``ratings`` table) instead of the mean over raters; segments the rater did not rate have
-  no human score. The aspect becomes ``<aspect>:rater=<rater>``, so one rater's numbers are never
-  ranked with the mean's.
+* ``rater``: MQM and ESA. The human score of each segment is that rater's own instead of the mean
+  over raters, read from whichever table holds the version's per-rater scores
+  (:mod:`assay.datasets.rater_scores`: minus an MQM rater's penalty, or an ESA annotator's score);
+  segments the rater did not rate have no human score, and judgments of another kind than the
+  rater's (an ``mtme`` version's ``da-sqm`` beside its MQM ratings) are left out. The aspect becomes
+  ``<aspect>:rater=<rater>``, so one rater's numbers are never ranked with the mean's.
 """
 
 from __future__ import annotations
@@ -25,7 +27,11 @@ import pyarrow.compute as pc
 
 from assay.config import Settings
 from assay.datasets import store
+from assay.datasets.rater_scores import read_rater_scores, score_kind
 from assay.errors import UsageError
+
+#: raters named in the message that refuses an unknown one (ESA releases have hundreds)
+_RATERS_LISTED = 12
 
 
 @dataclass(frozen=True)
@@ -60,23 +66,30 @@ class JudgmentFilter:
         return table
 
     def _one_rater(self, settings: Settings, store_path: str, name: str, table: pa.Table) -> pa.Table:
-        if not store.has_table(settings, store_path, "ratings"):
-            raise UsageError("--rater needs per-rater ratings, which only MQM releases have")
-        ratings = store.read_table(settings, store_path, "ratings")
-        raters = sorted(set(ratings.column("rater").to_pylist()))
+        scores = read_rater_scores(settings, store_path)
+        if scores is None:
+            raise UsageError("--rater needs per-rater scores, which only MQM releases (ratings) and ESA releases "
+                             "(annotators' scores) have")
+        raters = scores.raters()
         if self.rater not in raters:
-            raise UsageError(f"no rater {self.rater!r} in this version (raters: {', '.join(raters)})")
+            shown = ", ".join(raters[:_RATERS_LISTED]) + (f" and {len(raters) - _RATERS_LISTED} more"
+                                                          if len(raters) > _RATERS_LISTED else "")
+            raise UsageError(f"no rater {self.rater!r} in this version ({len(raters)} raters: {shown})")
         if name == "systems":
             raise UsageError("--rater works on segment scores: use --level seg, or --protocol wmt24 (whose "
                              "system level is computed from the segment scores)")
-        mine = ratings.filter(pc.equal(ratings.column("rater"), self.rater)).to_pydict()
-        score = {(g, s, seg): -p for g, s, seg, p in zip(mine["group"], mine["system"], mine["segment_id"],
-                                                         mine["penalty"], strict=True)}
-        keys = zip(table.column("group").to_pylist(), table.column("system").to_pylist(),
-                   table.column("segment_id").to_pylist(), strict=True)
-        human = pa.array([score.get(k) for k in keys], pa.float64())
+        mine = scores.of_rater(self.rater)
+        aspects = table.column("aspect").to_pylist()
+        table = table.filter(pa.array([score_kind(a) in scores.kinds for a in aspects], pa.bool_()))
+        keys = zip((score_kind(a) for a in table.column("aspect").to_pylist()), table.column("group").to_pylist(),
+                   table.column("system").to_pylist(), table.column("segment_id").to_pylist(), strict=True)
+        human = [mine.get(k) for k in keys]
         aspect = pa.array([f"{a}:rater={self.rater}" for a in table.column("aspect").to_pylist()], pa.string())
-        for column, values in (("human_raw", human), ("human_z", pa.nulls(table.num_rows, pa.float64())),
-                               ("aspect", aspect), ("rating_count", pa.array([1] * table.num_rows, pa.int32()))):
+        replaced = [("human_raw", pa.array(human, pa.float64())), ("human_z", pa.nulls(table.num_rows, pa.float64())),
+                    ("aspect", aspect), ("rating_count", pa.array([1] * table.num_rows, pa.int32()))]
+        if "ratings" in table.column_names:  # the rater's own score, not the list of every rater's
+            replaced.append(("ratings", pa.array([None if h is None else [h] for h in human],
+                                                 table.schema.field("ratings").type)))
+        for column, values in replaced:
             table = table.set_column(table.column_names.index(column), column, values)
         return table

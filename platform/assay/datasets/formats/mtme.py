@@ -42,10 +42,22 @@ version holds:
   external signature (:mod:`assay.results.external_scores`); the ingest writes their segment scores
   to the segment-score store.
 
-Options: ``language_pair`` (one pair of a test-set folder), ``reference`` (or ``reference_system``:
-the standard reference), ``primary_human`` (the primary human score at every level that has it), and
-``missing_metric_scores=zero`` (MTME's repair, ``strict=False``: a system a metric file lacks gets
-score 0 at line 0; by default such a file is refused).
+The ingested path is a test-set folder, or **MTME's data root** (``mt-metrics-eval-v2/``, which
+``data.EvalSet(test_set, lp, path=root)`` reads as ``root/<test set>/``): a folder whose sub-folders
+are test sets. A sub-folder counts as a test set when it has MTME's layout (``system-outputs/`` and
+``sources/<lp>.txt``) and holds scores (``human-scores/`` or ``metric-scores/``, which every test set
+of the metrics task has), so a folder of texts alone (an ESA release's ``txt/``) does not make its
+parent a root. A root holds one version per (test set, language pair), each exactly the version its
+test-set folder gives on its own: the names in its tables (``metric_scores.file``) and its official
+signatures are relative to the test-set folder, only the files it records for re-ingesting are
+relative to the root.
+
+Options: ``test_set`` (a root's test sets to read, comma-separated: ``-o test_set=wmt22,wmt23``),
+``language_pair`` (the pairs to read, comma-separated; in a root, the test sets that have them),
+``reference`` (or ``reference_system``: the standard reference), ``primary_human`` (the primary human
+score at every level that has it), and ``missing_metric_scores=zero`` (MTME's repair,
+``strict=False``: a system a metric file lacks gets score 0 at line 0; by default such a file is
+refused).
 """
 
 from __future__ import annotations
@@ -75,7 +87,9 @@ TEXT_SUFFIXES = (".txt", ".jsonl")
 JSONL_FIELDS = {"sources": "source", "references": "target", "system-outputs": "hypothesis"}
 #: option values of ``missing_metric_scores``
 REPAIRS = ("error", "zero")
-OPTIONS = ("language_pair", "reference", "reference_system", "primary_human", "missing_metric_scores")
+OPTIONS = ("language_pair", "test_set", "reference", "reference_system", "primary_human", "missing_metric_scores")
+#: the folders of a test set that hold scores: a data root's sub-folder is a test set only with one
+SCORE_FOLDERS = ("human-scores", "metric-scores")
 _TEST_SET_YEAR = re.compile(r"^wmt(\d{2})(?:\b|[._-]|$)")
 #: characters a metric name cannot hold: it is a signature field and a folder name
 _BAD_METRIC_NAME = re.compile(r"[|/\s]")
@@ -89,41 +103,111 @@ def language_pairs(path: Path) -> list[str]:
     return sorted({p.name[: -len(p.suffix)] for p in folder.iterdir() if p.is_file() and p.suffix in TEXT_SUFFIXES})
 
 
+def is_test_set(path: Path) -> bool:
+    """A test-set folder in MTME's layout: ``system-outputs/`` and ``sources/<lp>.txt``."""
+    return path.is_dir() and (path / "system-outputs").is_dir() and bool(language_pairs(path))
+
+
+def test_sets(path: Path) -> list[str]:
+    """The test sets of MTME's data root ``path`` (``mt-metrics-eval-v2/``): the names of its
+    sub-folders that are test sets holding scores (:data:`SCORE_FOLDERS`); none when ``path`` is a
+    test set itself or not a folder."""
+    if not path.is_dir() or is_test_set(path):
+        return []
+    return sorted(child.name for child in path.iterdir()
+                  if not child.name.startswith(".") and is_test_set(child)
+                  and any((child / folder).is_dir() for folder in SCORE_FOLDERS))
+
+
 class MtmeFormat:
     name = NAME
     description = ("mt-metrics-eval's data directory (a test-set folder such as wmt23/: sources, references, "
-                   "system-outputs, human-scores, metric-scores): one version per language pair, with the "
-                   "official submissions' scores")
+                   "system-outputs, human-scores, metric-scores; or the root of several, mt-metrics-eval-v2/): "
+                   "one version per test set and language pair, with the official submissions' scores")
 
     def detect(self, path: Path) -> bool:
-        return path.is_dir() and (path / "system-outputs").is_dir() and bool(language_pairs(path))
+        return is_test_set(path) or bool(test_sets(path))
 
     def splits(self, path: Path, options: Mapping[str, str]) -> list[dict[str, str]]:
-        """One option set per version ``path`` holds: ``{"language_pair": lp}`` for each pair (or the
-        one the options name)."""
-        return [{"language_pair": lp} for lp in _pairs(path, options)]
+        """One option set per version ``path`` holds: ``{"language_pair": lp}`` for each pair of a
+        test-set folder, ``{"test_set": name, "language_pair": lp}`` for each of a data root (those
+        the options name)."""
+        if is_test_set(path):
+            return [{"language_pair": lp} for lp in _pairs(path, options)]
+        return [{"test_set": name, "language_pair": lp} for name, lps in _root_pairs(path, options).items()
+                for lp in lps]
 
     def parse(self, path: Path, options: Mapping[str, str]) -> ParsedDataset:
-        pairs = _pairs(path, options)
+        folder = path
+        if not is_test_set(path):
+            chosen = _root_pairs(path, options)
+            if len(chosen) != 1:
+                raise InputError(path, f"the folder holds {count(len(chosen), 'test set')} ({listing(chosen)})",
+                                 expected="-o test_set=NAME to parse one (assay ingest stores one version per "
+                                 "test set and language pair)")
+            folder = path / next(iter(chosen))
+        pairs = _pairs(folder, options)
         if len(pairs) != 1:
-            raise InputError(path, f"the folder holds {count(len(pairs), 'language pair')} ({listing(pairs)})",
+            raise InputError(folder, f"the folder holds {count(len(pairs), 'language pair')} ({listing(pairs)})",
                              expected="-o language_pair=LP to parse one (assay ingest stores one version per pair)")
-        return _Pair(path, pairs[0], options).parse()
+        return _Pair(folder, pairs[0], options, ingested=path).parse()
 
 
 FORMAT = MtmeFormat()
 
 
+def _listed(options: Mapping[str, str], key: str) -> list[str]:
+    """The comma-separated values of option ``key``, in the order given, each once."""
+    return list(dict.fromkeys(value.strip() for value in options.get(key, "").split(",") if value.strip()))
+
+
 def _pairs(path: Path, options: Mapping[str, str]) -> list[str]:
+    """The language pairs of test-set folder ``path`` that the options name (every one by default)."""
     found = language_pairs(path)
     if not found:
         raise InputError(path / "sources", "no source file", expected="sources/<lp>.txt for each language pair")
-    wanted = options.get("language_pair")
-    if wanted is None:
+    named = _listed(options, "test_set")
+    if named and path.name not in named:
+        raise InputError(path, f"the folder is test set {path.name!r}, not {listing(named)}",
+                         expected=f"-o test_set={path.name}, or the data root that holds the others")
+    wanted = _listed(options, "language_pair")
+    if not wanted:
         return found
-    if wanted not in found:
-        raise InputError(path / "sources", f"no language pair {wanted!r}", expected="one of: " + listing(found, 30))
-    return [wanted]
+    absent = [lp for lp in wanted if lp not in found]
+    if absent:
+        raise InputError(path / "sources", f"no language pair {listing(absent)}", expected="one of: "
+                         + listing(found, 30))
+    return wanted
+
+
+def _root_pairs(path: Path, options: Mapping[str, str]) -> dict[str, list[str]]:
+    """The test sets of data root ``path`` that the options name (every one by default), each with
+    the language pairs the options name that it has (all by default); test sets without any are left
+    out, and a named test set or pair that none has is an error."""
+    found = test_sets(path)
+    if not found:
+        raise InputError(path, "neither an mt-metrics-eval test-set folder nor a folder of them",
+                         expected="sources/<lp>.txt and system-outputs/<lp>/ (a test set such as wmt23/), or "
+                         f"sub-folders laid out so with {' or '.join(SCORE_FOLDERS)} (mt-metrics-eval-v2/)")
+    named = _listed(options, "test_set")
+    absent = [name for name in named if name not in found]
+    if absent:
+        raise InputError(path, f"no test set {listing(absent)}", expected="-o test_set= one or more of: "
+                         + listing(found, 30))
+    wanted = _listed(options, "language_pair")
+    chosen: dict[str, list[str]] = {}
+    for name in named or found:
+        pairs = language_pairs(path / name)
+        kept = [lp for lp in wanted if lp in pairs] if wanted else pairs
+        if kept:
+            chosen[name] = kept
+    missing = [lp for lp in wanted if not any(lp in pairs for pairs in chosen.values())]
+    if missing:
+        where = "none of the test sets named" if named else "no test set here"
+        raise InputError(path, f"{where} has language pair {listing(missing)}",
+                         expected="pairs of: " + "; ".join(f"{name} {listing(language_pairs(path / name), 30)}"
+                                                           for name in named or found))
+    return chosen
 
 
 def test_set_year(test_set: str) -> int | None:
@@ -144,10 +228,24 @@ class _Choices:
 
 
 @dataclass
+class _TestSetFiles(InputFiles):
+    """:class:`InputFiles` of a test-set folder inside the ingested path (a data root): the files read
+    are recorded relative to the ingested path (what a no-op re-ingest compares), and named relative
+    to the test-set folder in tables, signatures and messages, as when the folder is ingested itself."""
+
+    folder: Path = Path()
+
+    def rel(self, path: Path) -> str:
+        return path.name if path == self.folder else str(path.relative_to(self.folder))
+
+
+@dataclass
 class _Pair:
     root: Path
     lp: str
     options: Mapping[str, str]
+    ingested: Path | None = None
+    """The ingested path when it is a data root holding the test set ``root``."""
     files: InputFiles = field(init=False)
     warnings: list[str] = field(default_factory=list)
     source: list[str | None] = field(default_factory=list)
@@ -160,7 +258,7 @@ class _Pair:
     missing_text: Counter[str] = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
-        self.files = InputFiles(self.root)
+        self.files = _TestSetFiles(self.ingested or self.root, folder=self.root)
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -577,7 +675,7 @@ class _Pair:
 
     def _external_metrics(self) -> list[dict[str, Any]]:
         """Each (metric, reference) variant, its levels, files and external signature."""
-        sha = {f.path: f.sha256 for f in self.files.source_files}
+        sha = {self.files.rel(self.files.root / f.path): f.sha256 for f in self.files.source_files}
         variants: dict[tuple[str, str], dict[str, Any]] = {}
         for metric, reference, level, _, file in self.metrics:
             entry = variants.setdefault((metric, reference), {"metric": metric, "reference": reference, "levels": [],
