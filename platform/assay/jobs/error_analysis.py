@@ -86,8 +86,8 @@ def rated_outputs(settings: Settings, dataset: str, *, include_human: bool | Non
         facts: dict[str, Any] = {"name": version.dataset.name, "number": version.number, "digest": version.digest,
                  "store_path": version.store_path, "info": dict(version.info)}
     if not store.has_table(settings, facts["store_path"], "errors"):
-        raise UsageError(f"{version.ref.label} has no error annotations; `assay errors` needs an MQM release "
-                         "(format mqm-tsv)")
+        raise UsageError(f"{version.ref.label} has no error annotations; `assay errors` needs error spans "
+                         "(formats mqm-tsv, mtme with .seg.rating files, esa)")
     rows = JudgmentFilter.of(facts["info"], include_human=include_human)
     seg = _primary_kind(rows.table(settings, facts["store_path"], "segments").to_pydict(), facts["info"],
                         f"{facts['name']}@{facts['number']}")
