@@ -5,14 +5,23 @@ from __future__ import annotations
 import csv
 import sys
 from datetime import datetime
+from typing import Any
 
 import click
 
 from assay.cli.output import emit_json, print_rows
 from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED
 
-STAT_HELP = ("pearson, spearman, kendall (tau-b), kendall_c, kendall_like (DARR), tau23, acc23, acc_t "
-             "(tie-calibrated acc23) (seg), pairwise_accuracy (sys)")
+STAT_HELP = ("--level seg: pearson, spearman, kendall (tau-b), kendall_c, kendall_like (WMT DARR), tau23, acc23, "
+             "acc_t (tie-calibrated acc23); --level sys: pearson, spearman, kendall, pairwise_accuracy; "
+             "--protocol wmt24 (all of them, whatever --stat says): spa (sys, soft pairwise accuracy), acc_t_item "
+             "(seg, acc-t grouped by item), wmt24 (avg, their mean); --protocol wmt23: pearson (sys and seg), "
+             "acc_t_item (seg), pairwise_accuracy (sys, pooled over language pairs), wmt23 (avg, the WMT23 "
+             "weighted average)")
+PROTOCOL_HELP = ("WMT protocol, e.g. wmt17 or wmt18 (default: from the dataset's year). wmt24: the WMT24 protocol on "
+                 "MQM or ESA judgments (system-level SPA, item-grouped acc-t, their mean). wmt23: the WMT23 protocol "
+                 "as mt-metrics-eval defines it (system and segment Pearson, item-grouped acc-t, pooled pairwise "
+                 "accuracy, the weighted average), the official submissions beside the metrics Assay scored.")
 
 
 @click.command("evaluate")
@@ -23,18 +32,21 @@ STAT_HELP = ("pearson, spearman, kendall (tau-b), kendall_c, kendall_like (DARR)
 @click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Bootstrap and permutation seed.")
 @click.option("--resamples", type=int, default=DEFAULT_RESAMPLES, show_default=True,
               help="Bootstrap/permutation resamples.")
-@click.option("--protocol", help="WMT protocol, e.g. wmt17 or wmt18 (default: from the dataset's year); wmt24 "
-              "evaluates the WMT24 protocol on MQM data: system-level SPA, item-grouped acc-t and their mean.")
+@click.option("--protocol", help=PROTOCOL_HELP)
 @click.option("--permutations", "n_permutations", type=int, default=1000, show_default=True,
               help="wmt24: permutations of SPA's pairwise system p-values.")
+@click.option("--permutation-seed", type=int, default=None,
+              help="wmt24: seed of SPA's permutations [default: mt-metrics-eval's, 4; independent of --seed].")
+@click.option("--all-submissions", is_flag=True,
+              help="wmt23: evaluate the contrastive submissions too, not only the primary ones.")
 @click.option("--include-human/--exclude-human", "include_human", default=None,
               help="Evaluate human translations (is_human) as candidates too (default: the release's rule; "
                    "MQM releases leave them out, as mt-metrics-eval does without --include_human).")
 @click.option("--rater", help="MQM: correlate with this rater's scores instead of the mean over raters.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of rows.")
 def evaluate_command(dataset: str, level: str, metrics: tuple[str, ...], statistics: tuple[str, ...], seed: int,
-                     resamples: int, protocol: str | None, n_permutations: int, include_human: bool | None,
-                     rater: str | None, as_json: bool) -> None:
+                     resamples: int, protocol: str | None, n_permutations: int, permutation_seed: int | None,
+                     all_submissions: bool, include_human: bool | None, rater: str | None, as_json: bool) -> None:
     """Correlate every metric scored on a dataset version with the human scores, per group and overall,
     with bootstrap confidence intervals and significance clusters."""
     from assay.cli.runner import run_evaluate_flow
@@ -42,13 +54,19 @@ def evaluate_command(dataset: str, level: str, metrics: tuple[str, ...], statist
     result = run_evaluate_flow(dataset, level=level, metrics=list(metrics) or None,
                                statistics=list(statistics) or None, seed=seed, n_resamples=resamples,
                                protocol=protocol, include_human=include_human, rater=rater,
-                               n_permutations=n_permutations)
+                               n_permutations=n_permutations, permutation_seed=permutation_seed,
+                               all_submissions=all_submissions)
     if as_json:
         emit_json(result["rows"])
         return
     click.echo(f"{result['dataset']} level {result['level']} ({result['protocol']}), run {result['run_id']}")
-    columns = ["group", "aspect", "statistic", "rank", "cluster", "metric", "value", "ci", "n"]
-    print_rows(result["rows"], ["level", *columns] if result["level"] == "wmt24" else columns)
+    click.echo(f"  protocol signature: {result['protocol_signature']}")
+    rows = result["rows"]
+    columns = ["group", "aspect", "statistic", "rank", "cluster", "metric", "value", "ci", "n", "unit"]
+    if result["level"] in ("wmt23", "wmt24"):
+        columns.insert(0, "level")
+    print_rows(_shown(rows), _with_optional(columns, rows))
+    _degenerate_notes(rows)
     for note in result["skipped"]:
         click.echo(f"  skipped (incomplete scores): {note}")
     for note in result.get("notes", []):
@@ -57,9 +75,13 @@ def evaluate_command(dataset: str, level: str, metrics: tuple[str, ...], statist
 
 @click.command("leaderboard")
 @click.option("--dataset", required=True, metavar="NAME[@VERSION]")
-@click.option("--level", type=click.Choice(["seg", "sys", "avg"]), default="seg", show_default=True,
-              help="avg: the mean of a protocol's statistics (--protocol wmt24 stores it as --stat wmt24).")
-@click.option("--stat", "statistic", default="kendall", show_default=True, help=STAT_HELP)
+@click.option("--level", type=click.Choice(["seg", "sys", "avg"]), default=None,
+              help="avg: a protocol's average of its statistics (--stat wmt24 or wmt23) [default: avg with "
+                   "--protocol wmt23/wmt24, else seg].")
+@click.option("--stat", "statistic", default=None,
+              help=f"[default: the protocol's average with --protocol wmt23/wmt24, else kendall] {STAT_HELP}.")
+@click.option("--protocol", help="Only rows evaluated under this protocol (e.g. wmt23: the official submissions of "
+                                 "WMT23 beside the metrics you scored, ranked by the WMT23 average).")
 @click.option("--group", default="all", show_default=True, help="Language pair / task, or 'all' (mean).")
 @click.option("--aspect", help="Aspect (e.g. WebNLG fluency); default: every aspect.")
 @click.option("--metric", "metrics", multiple=True, help="Only these metric names or signatures.")
@@ -67,17 +89,21 @@ def evaluate_command(dataset: str, level: str, metrics: tuple[str, ...], statist
 @click.option("--allow-mixed", is_flag=True, help="Rank rows from different item sets or dataset versions.")
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--csv", "as_csv", is_flag=True)
-def leaderboard_command(dataset: str, level: str, statistic: str, group: str, aspect: str | None,
-                        metrics: tuple[str, ...], since: datetime | None, allow_mixed: bool, as_json: bool,
-                        as_csv: bool) -> None:
-    """Rank metrics (and checkpoints) by agreement with humans, with significance clusters."""
+def leaderboard_command(dataset: str, level: str | None, statistic: str | None, protocol: str | None, group: str,
+                        aspect: str | None, metrics: tuple[str, ...], since: datetime | None, allow_mixed: bool,
+                        as_json: bool, as_csv: bool) -> None:
+    """Rank metrics (and checkpoints) by agreement with humans, with significance clusters. Official
+    submissions (a shared task's scores, e.g. ingested from mt-metrics-eval's data) are marked as such;
+    a degenerate value (one that cannot separate metrics) is listed without a rank."""
     from assay.query.leaderboard import LeaderboardQuery, leaderboard
 
     if since is not None and since.tzinfo is None:
         from datetime import UTC
 
         since = since.replace(tzinfo=UTC)
-    rows = leaderboard(LeaderboardQuery(dataset, level, statistic, group, aspect, metrics, since, allow_mixed))
+    query = LeaderboardQuery(dataset, level, statistic, group, aspect, metrics, since, allow_mixed,
+                             protocol=protocol).resolved()
+    rows = leaderboard(query)
     if as_json:
         emit_json(rows)
     elif as_csv:
@@ -86,11 +112,58 @@ def leaderboard_command(dataset: str, level: str, statistic: str, group: str, as
         writer.writerows(rows)
     else:
         first = rows[0]
-        click.echo(f"{first['dataset']}@{first['version_number']}  level {level}  {statistic}  group {group}")
-        columns = ["rank", "cluster", "metric", "value", "ci", "n", "aspect", "signature"]
+        click.echo(f"{first['dataset']}@{first['version_number']}  level {query.level}  {query.statistic}  "
+                   f"group {group}" + (f"  protocol {protocol}" if protocol else ""))
+        columns = ["rank", "cluster", "metric", "value", "ci", "n", "unit", "aspect", "signature"]
         if any(row.get("checkpoint") for row in rows):
             columns.insert(3, "checkpoint")
-        print_rows(rows, columns)
+        print_rows(_shown(rows), _with_optional(columns, rows))
+        _degenerate_notes(rows)
+
+
+def _shown(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows as the terminal shows them: a degenerate value's rank reads ``-`` (the reason is printed
+    under the table, :func:`_degenerate_notes`); an official
+    submission is marked (``origin``) and a reference-free one named as mt-metrics-eval names it
+    (``[noref]``); epsilon in 6 significant digits."""
+    from assay.results.external_scores import parse_external
+
+    shown = []
+    for row in rows:
+        variant = parse_external(row["signature"])
+        shown.append({**row, "rank": "-" if row.get("degenerate") else row.get("rank"),
+                      "origin": "official" if variant else "assay",
+                      # rich reads "[noref]" as markup: escaped, it prints as written
+                      "metric": row["metric"] + (r"\[noref]" if variant and variant.is_reference_free else ""),
+                      "epsilon": None if row.get("epsilon") is None else f"{row['epsilon']:.6g}"})
+    return shown
+
+
+def _with_optional(columns: list[str], rows: list[dict[str, Any]]) -> list[str]:
+    """``columns``, with ``origin`` after the metric where official submissions are among the rows and
+    ``epsilon`` where a row has a calibrated tie threshold."""
+    columns = list(columns)
+    if any(row.get("official") for row in rows):
+        columns.insert(columns.index("metric") + 1, "origin")
+    if any(row.get("epsilon") is not None for row in rows):
+        columns.insert(columns.index("unit") + 1, "epsilon")
+    return columns
+
+
+def _degenerate_notes(rows: list[dict[str, Any]]) -> None:
+    """Why each degenerate value means nothing (once per metric, statistic and group; a mean over
+    groups that is degenerate because a group is, only where that group is not shown)."""
+    shown_groups = {(r.get("level"), r["statistic"], r["signature"]) for r in rows if r["group"] != "all"
+                    and r.get("degenerate")}
+    seen = set()
+    for row in rows:
+        reason = row.get("degenerate")
+        key = (row.get("level"), row["group"], row["statistic"], row["signature"])
+        if row["group"] == "all" and key[:1] + key[2:] in shown_groups:
+            continue
+        if reason and key not in seen:
+            seen.add(key)
+            click.echo(f"  degenerate, not ranked: {row['metric']} {row['statistic']} ({row['group']}): {reason}")
 
 
 @click.command("rerun")
@@ -111,7 +184,8 @@ def rerun_command(run_id: str, as_json: bool) -> None:
         if key in result:
             click.echo(f"  {key}: {result[key]}")
     if result["kind"] == "evaluate":
-        print_rows(result["rows"], ["group", "aspect", "statistic", "rank", "cluster", "metric", "value", "ci", "n"])
+        print_rows(_shown(result["rows"]), ["group", "aspect", "statistic", "rank", "cluster", "metric", "value", "ci",
+                                            "n", "unit"])
 
 
 @click.command("select")
@@ -144,80 +218,7 @@ def select_command(dataset: str, metrics: tuple[str, ...], n_hybrid: int, n_cand
         click.echo(f"  skipped: {note}")
 
 
-@click.command("errors")
-@click.option("--dataset", required=True, metavar="NAME[@VERSION]",
-              help="An MQM dataset version (latest unless pinned).")
-@click.option("--metric", required=True, help="Metric name or signature scored on the dataset.")
-@click.option("--against", "parent", metavar="METRIC",
-              help="A parent checkpoint's metric name or signature: which error cells got better or worse.")
-@click.option("--by", "level", type=click.Choice(["category", "category+severity"]), default="category",
-              show_default=True, help="Error cells: category paths, or category and severity.")
-@click.option("--resamples", type=int, default=1000, show_default=True, help="Bootstrap resamples of the items.")
-@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True)
-@click.option("--top", type=int, default=10, show_default=True, help="Worst disagreements to show.")
-@click.option("--include-human/--exclude-human", "include_human", default=None,
-              help="Analyse human translations as candidates too (default: the release's rule).")
-@click.option("--json", "as_json", is_flag=True, help="Print the whole analysis as JSON.")
-def errors_command(dataset: str, metric: str, parent: str | None, level: str, resamples: int, seed: int, top: int,
-                   include_human: bool | None, as_json: bool) -> None:
-    """What a metric misses: per MQM error category, how much the metric's score drops for an error
-    against how much the humans' drops (with bootstrap intervals over source segments), the blind
-    spots ranked, and the segments the metric ranks most unlike the raters, with their error spans."""
-    from assay.jobs.error_analysis import analyse_errors
-
-    result = analyse_errors(dataset, metric, parent=parent, level=level, n_resamples=resamples, seed=seed, top=top,
-                            include_human=include_human)
-    if as_json:
-        emit_json(result)
-        return
-    report = result["sensitivity"]
-    click.echo(f"{result['dataset']} ({result['aspect']}): {result['signature']}; {report['outputs']:,} outputs, "
-               f"{report['items']:,} items, {resamples} resamples; run {result['run_id']}")
-    click.echo("drop per error (standardised: in within-item SDs); ratio = metric / humans")
-    rows = []
-    for cell in sorted(report["cells"], key=lambda c: -(c["outputs"])):
-        rows.append({"cell": cell["name"], "outputs": cell["outputs"],
-                     "humans": _estimate_text(cell["human_drop_std"]),
-                     "metric": _estimate_text(cell["metric_drop_std"]),
-                     "ratio": _estimate_text(cell["ratio"])})
-    print_rows(rows, ["cell", "outputs", "humans", "metric", "ratio"])
-    spots = report["blind_spots"]
-    click.echo("blind spots (humans penalise, metric least): " + (", ".join(spots[:5]) if spots else "none"))
-    if result["comparison"]:
-        changed = [c for c in result["comparison"]["cells"] if c["verdict"] != "unchanged"]
-        click.echo(f"against {result['parent_signature']}: "
-                   + (", ".join(f"{c['name']} {c['verdict']}" for c in changed) if changed else "no cell changed"))
-    pairs = result["disagreements"]
-    click.echo(f"worst disagreements ({pairs['reversed_pairs']:,} of {pairs['clear_pairs']:,} clear human "
-               "preferences reversed):")
-    for i, pair in enumerate(pairs["pairs"], start=1):
-        better, worse = pair["preferred"], pair["other"]
-        click.echo(f" {i}. item {pair['item']}: humans prefer {better['system']} ({better['human']:.2f} vs "
-                   f"{worse['human']:.2f}), the metric {worse['system']} ({worse['metric']:.3f} vs "
-                   f"{better['metric']:.3f})")
-        for label, side in (("  +", better), ("  -", worse)):
-            click.echo(f"{label} {_marked(side['candidate'], side['errors'])}")
-
-
-def _estimate_text(estimate: dict[str, float | None]) -> str:
-    value, low, high = estimate["value"], estimate["low"], estimate["high"]
-    if value is None:
-        return "-"
-    return f"{value:.2f} [{low:.2f}, {high:.2f}]" if low is not None and high is not None else f"{value:.2f}"
-
-
-def _marked(text: str, errors: list[dict[str, object]]) -> str:
-    """The text with each target-side error span in [[...]] and its severity initial."""
-    spans = sorted({(int(e["start"]), int(e["end"]), str(e["severity"])[:1])  # type: ignore[call-overload]
-                    for e in errors if e.get("side") == "target" and e.get("start") is not None}, reverse=True)
-    for start, end, severity in spans:
-        if 0 <= start <= end <= len(text):
-            text = f"{text[:start]}[[{text[start:end]}]]{severity}{text[end:]}"
-    return text
-
-
 def register(cli: click.Group) -> None:
-    cli.add_command(errors_command)
     cli.add_command(select_command)
     cli.add_command(evaluate_command)
     cli.add_command(leaderboard_command)

@@ -16,10 +16,12 @@ from assay.jobs.protocol_wmt24 import DEFAULT_PERMUTATIONS
 def evaluate_task(dataset: str, level: str, metrics: list[str] | None, statistics: list[str] | None,
                   seed: int, n_resamples: int, protocol: str | None, exclude_groups: list[str],
                   include_human: bool | None = None, rater: str | None = None,
-                  n_permutations: int = DEFAULT_PERMUTATIONS) -> dict[str, Any]:
+                  n_permutations: int = DEFAULT_PERMUTATIONS, permutation_seed: int | None = None,
+                  all_submissions: bool = False) -> dict[str, Any]:
     return evaluate(dataset, level=level, metrics=metrics, statistics=statistics, seed=seed,
                     n_resamples=n_resamples, protocol=protocol, exclude_groups=exclude_groups,
-                    include_human=include_human, rater=rater, n_permutations=n_permutations)
+                    include_human=include_human, rater=rater, n_permutations=n_permutations,
+                    permutation_seed=permutation_seed, all_submissions=all_submissions)
 
 
 @flow(name="evaluate")
@@ -27,6 +29,7 @@ def evaluate_flow(dataset: str, level: str = "seg", metrics: list[str] | None = 
                   statistics: list[str] | None = None, seed: int = DEFAULT_SEED, n_resamples: int = DEFAULT_RESAMPLES,
                   protocol: str | None = None, exclude_groups: list[str] | None = None,
                   include_human: bool | None = None, rater: str | None = None,
-                  n_permutations: int = DEFAULT_PERMUTATIONS) -> dict[str, Any]:
+                  n_permutations: int = DEFAULT_PERMUTATIONS, permutation_seed: int | None = None,
+                  all_submissions: bool = False) -> dict[str, Any]:
     return evaluate_task(dataset, level, metrics, statistics, seed, n_resamples, protocol, list(exclude_groups or []),
-                         include_human, rater, n_permutations)
+                         include_human, rater, n_permutations, permutation_seed, all_submissions)

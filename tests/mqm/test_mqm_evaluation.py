@@ -81,7 +81,9 @@ def test_wmt24_protocol_and_the_error_analysis(shared_data: Path) -> None:
         average = rows[("avg", "all", "wmt24", metric)]
         assert 0.5 < spa["value"] <= 1 and 0.3 < acc["value"] <= 1
         assert average["value"] == pytest.approx((spa["value"] + acc["value"]) / 2)
-        assert spa["aspect"] == "mqm:mtme" and spa["n"] == 9 * 104
+        assert spa["aspect"] == "mqm:mtme" and (spa["n"], spa["unit"]) == (9, "systems")
+        assert (acc["n"], acc["unit"]) == (104, "items") and (average["n"], average["unit"]) == (9 * 104, "segments")
+        assert acc["epsilon"] is not None
         assert spa["ci_low"] <= spa["value"] <= spa["ci_high"]
     # deterministic for a seed: the same request gives the same numbers
     again = evaluate(name, protocol="wmt24", n_resamples=100, n_permutations=200)
@@ -116,3 +118,51 @@ def test_wmt24_protocol_and_the_error_analysis(shared_data: Path) -> None:
     assert len(spots) == 1 and spots[0]["cell"] == analysis["sensitivity"]["blind_spots"][0]
     with pytest.raises(UsageError, match="no scores of 'bertscore'"):
         analyse_errors(name, "bertscore", n_resamples=10)
+
+
+def test_wmt24_defaults_are_mt_metrics_eval_s(shared_data: Path) -> None:
+    """``--protocol wmt24`` with every default prints mt-metrics-eval's numbers on TED en-de
+    (REFERENCE_NUMBERS.md "WMT24 protocol defaults", from MTME's own functions): SPA with 1,000
+    permutations from MTME's seed 4, whatever the bootstrap seed; acc-t grouped by item, which the tie
+    calibration makes the raters' tie rate for both metrics, so it is marked degenerate, not ranked."""
+    name = ingest_and_score(shared_data, TED)
+    rows = {}
+    for seed in (12345, 7):  # the bootstrap seed does not move SPA's permutations
+        result = evaluate(name, protocol="wmt24", seed=seed, n_resamples=20)
+        rows[seed] = {(r["level"], r["group"], r["statistic"], r["metric"]): r for r in result["rows"]}
+        assert "spa:permutations=1000,seed=4" in result["protocol_signature"]
+        assert f"bootstrap:seed={seed},resamples=20" in result["protocol_signature"]
+    for found in rows.values():
+        # REFERENCE_NUMBERS.md: sentBLEU 0.668923076923077, chrF 0.6687051282051283 (tolerance 1e-12)
+        assert found[("sys", "en-de", "spa", "sentbleu")]["value"] == pytest.approx(0.668923076923077, abs=1e-12)
+        assert found[("sys", "en-de", "spa", "chrf")]["value"] == pytest.approx(0.6687051282051283, abs=1e-12)
+        for metric in ("sentbleu", "chrf"):
+            acc = found[("seg", "en-de", "acc_t_item", metric)]
+            # REFERENCE_NUMBERS.md: 0.48029664097717023 for both metrics (the raters' tie rate)
+            assert acc["value"] == pytest.approx(0.48029664097717023, abs=1e-12)
+            assert acc["degenerate"] is not None and "makes every pair within every item a metric tie" in \
+                acc["degenerate"]
+            assert acc["rank"] is None and acc["cluster"] is None and acc["epsilon"] > 0
+            spa = found[("sys", "en-de", "spa", metric)]
+            assert spa["degenerate"] is None and spa["rank"] in (1, 2) and (spa["n"], spa["unit"]) == (13, "systems")
+    # a degenerate value is in no significance test
+    from assay.results import significance
+
+    tested = significance.read_run(load_settings(), name, result["run_id"])
+    assert {r["statistic"] for r in tested} == {"spa", "wmt24"}
+    # the permutation seed can be set apart from the bootstrap seed
+    result = evaluate(name, protocol="wmt24", n_resamples=20, permutation_seed=5)
+    assert "spa:permutations=1000,seed=5" in result["protocol_signature"]
+    spa = {r["metric"]: r["value"] for r in result["rows"] if r["statistic"] == "spa" and r["group"] == "en-de"}
+    assert spa["sentbleu"] != pytest.approx(0.668923076923077, abs=1e-12)  # another seed, other permutations
+
+
+def test_wmt24_needs_mqm_or_esa_judgments() -> None:
+    """WMT DA judgments: the reason is the judgments, not the scores."""
+    from assay.fixtures import fixtures_dir
+
+    name = ingest_path(fixtures_dir() / "demo-wmt").version.name
+    score_dataset(name, MetricSpec("sentbleu"))
+    with pytest.raises(UsageError, match="MQM or ESA") as raised:
+        evaluate(name, protocol="wmt24", n_resamples=10)
+    assert "scope outputs" not in str(raised.value)

@@ -19,7 +19,8 @@ EXPECTED = {
     "grouped_statistic", "kendall_like", "kendall_like_from_pairs", "kendall_tau", "metric_ties_for_wmt_year",
     "model_selection", "pair_counts", "paired_bootstrap_p_value", "pairwise_accuracy", "pearson",
     "percentile_interval", "permutation_test", "permutation_tests", "rank_metrics", "ranking_order",
-    "resample_indices", "sample_hybrid_systems", "significance_clusters", "spearman", "system_level_correlation",
+    "resample_indices", "sample_hybrid_systems", "shared_ranks", "significance_clusters", "spearman",
+    "system_level_correlation",
     "system_scores", "tau_23", "tie_calibration", "williams_p_value", "williams_test",
 }  # fmt: skip
 

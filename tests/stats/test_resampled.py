@@ -142,3 +142,24 @@ def test_system_level_rows(statistic: str) -> None:
     scalar = {**SCALAR, "pairwise_accuracy": lambda h, m: float(np.mean(
         [np.sign(h[i] - h[j]) == np.sign(m[i] - m[j]) for i in range(9) for j in range(i + 1, 9)]))}[statistic]
     np.testing.assert_allclose(rowwise(statistic, human, rows), [scalar(human, r) for r in rows], atol=1e-12)
+
+
+def test_grouped_pearson_equals_scipy_on_the_drawn_cells() -> None:
+    """Resampling whole items (groups of cells): each replicate equals scipy's Pearson on the cells of
+    the drawn items, repeated as often as their item was drawn (the oracle: scipy.stats.pearsonr)."""
+    from assay.stats.resampled import resampled_grouped_pearson
+
+    rng = np.random.default_rng(3)
+    items, systems = 40, 5
+    group = np.repeat(np.arange(items), systems)
+    human = rng.normal(size=items * systems).round(1) - 3.0  # ties and an offset, as MQM scores have
+    metric = human + rng.normal(scale=2.0, size=human.size) + 80.0
+    index = rng.integers(0, items, size=(30, items))
+    counts = resample_counts(index, items)
+    replicates = resampled_grouped_pearson(human, metric, group, counts)
+    for row, drawn in zip(replicates, index, strict=True):
+        cells = np.concatenate([np.flatnonzero(group == i) for i in drawn])
+        assert row == pytest.approx(sps.pearsonr(human[cells], metric[cells])[0], abs=1e-12)
+    # with every item drawn once, the full-sample value
+    assert resampled_grouped_pearson(human, metric, group, np.ones((1, items)))[0] == pytest.approx(
+        sps.pearsonr(human, metric)[0], abs=1e-12)

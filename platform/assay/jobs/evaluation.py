@@ -57,16 +57,25 @@ from assay.catalog.engine import session_scope
 from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED, Settings, load_settings
 from assay.datasets.human import human_array, human_score
 from assay.errors import UsageError
-from assay.jobs.evaluation_cells import Cell, Resamples, group_means, item_set_digest
+from assay.jobs import protocol_wmt23, protocol_wmt24
+from assay.jobs.evaluation_cells import (
+    Cell,
+    Resamples,
+    degenerate_reason,
+    group_means,
+    item_set_digest,
+    score_lookup,
+    wanted_signatures,
+    widest_spread,
+)
 from assay.jobs.judgments import JudgmentFilter
-from assay.jobs.protocol_wmt24 import DEFAULT_PERMUTATIONS, wmt24_cells
-from assay.jobs.protocol_wmt24 import LEVELS as WMT24_LEVELS
-from assay.jobs.protocol_wmt24 import PROTOCOL as PROTOCOL_WMT24
-from assay.jobs.protocol_wmt24 import STATISTICS as WMT24_STATISTICS
+from assay.jobs.official_scores import OfficialScores, own_variant
+from assay.jobs.protocol_wmt24 import DEFAULT_PERMUTATIONS
 from assay.jobs.runs import RecordedFile, RunRecorder, new_run_id
 from assay.metrics.registry import metric_class
 from assay.provenance import code_version
 from assay.results import correlations, segment_scores, significance, system_points
+from assay.results.external_scores import is_external
 from assay.results.segment_scores import ScoredMetric, scored_signatures
 from assay.stats import (
     MetricTies,
@@ -75,6 +84,7 @@ from assay.stats import (
     metric_ties_for_wmt_year,
     permutation_tests,
     ranking_order,
+    shared_ranks,
     significance_clusters,
     tie_calibration,
     williams_test,
@@ -112,26 +122,12 @@ PERMUTATION_NAMES: dict[str, StatisticName] = {
 """Segment-level statistics with a PERM-BOTH test, by their name in :mod:`assay.stats.significance`."""
 
 FloatArray = npt.NDArray[np.float64]
-PairKey = tuple[str, str, str, str, str]
-"""(group, aspect, statistic, better signature, worse signature)."""
-
-
-# --- what is evaluated: stored signatures ---------------------------------------------------------
-
-def wanted_signatures(candidates: list[ScoredMetric], metrics: Sequence[str] | None) -> list[ScoredMetric]:
-    """The candidates a request names (a metric name, a signature or a signature prefix); all
-    of them when it names none."""
-    if not metrics:
-        return candidates
-    return [c for c in candidates if any(c.metric == m or c.signature == m or c.signature.startswith(m + "|")
-                                         for m in metrics)]
-
-
-def score_lookup(settings: Settings, scored: ScoredMetric, keys: set[str]) -> dict[str, tuple[float | None, Any]]:
-    """segment key -> (score, sufficient statistics) of the stored rows of ``keys``."""
-    table = segment_scores.read_scores(settings, scored.metric, scored.signature, keys)
-    return {k: (s, st) for k, s, st in zip(table.column("key").to_pylist(), table.column("score").to_pylist(),
-                                           table.column("stats").to_pylist(), strict=True)}
+PairKey = tuple[str, str, str, str, str, str]
+"""(level, group, aspect, statistic, better signature, worse signature)."""
+SlotKey = tuple[str, str, str, str]
+"""(level, group, aspect, statistic): the cells ranked together."""
+PROTOCOLS = {protocol_wmt24.PROTOCOL: protocol_wmt24.STATISTICS, protocol_wmt23.PROTOCOL: protocol_wmt23.STATISTICS}
+"""The protocols that fix their own levels and statistics (``--protocol``), and those statistics."""
 
 
 # --- the job --------------------------------------------------------------------------------------
@@ -158,6 +154,14 @@ def _check_request(level: str, statistics: Sequence[str] | None) -> list[str]:
     return chosen
 
 
+def _level_and_statistics(protocol: str | None, level: str, statistics: Sequence[str] | None) -> tuple[str, list[str]]:
+    """A protocol that fixes its own statistics (wmt23, wmt24) runs them all, whatever ``level`` and
+    ``statistics`` say; the run's level is then the protocol's name."""
+    if protocol is not None and protocol in PROTOCOLS:
+        return protocol, list(PROTOCOLS[protocol])
+    return level, _check_request(level, statistics)
+
+
 def evaluate(
              dataset: str,
              *,
@@ -172,31 +176,33 @@ def evaluate(
              include_human: bool | None = None,
              rater: str | None = None,
              n_permutations: int = DEFAULT_PERMUTATIONS,
+             permutation_seed: int | None = None,
+             all_submissions: bool = False,
              settings: Settings | None = None,
 ) -> dict[str, Any]:
     """Evaluate the metrics scored on a dataset version; writes correlations, significance and (at
     system level) system points to the results store and a run to the catalog, and returns the rows.
 
     ``protocol="wmt24"`` evaluates the WMT24 protocol (:mod:`assay.jobs.protocol_wmt24`: SPA with
-    ``n_permutations``, item-grouped acc-t and their mean) whatever ``level`` and ``statistics`` say.
-    ``include_human`` (None: the release's default) and ``rater`` choose the judgments
+    ``n_permutations`` permutations drawn from ``permutation_seed``, None: mt-metrics-eval's 4,
+    independent of the bootstrap ``seed``; item-grouped acc-t; their mean), ``protocol="wmt23"`` the
+    WMT23 protocol (:mod:`assay.jobs.protocol_wmt23`; ``all_submissions`` adds the contrastive
+    submissions to the primary ones), whatever ``level`` and ``statistics`` say. ``include_human``
+    (None: the release's or the protocol's default) and ``rater`` choose the judgments
     (:class:`assay.jobs.judgments.JudgmentFilter`)."""
     settings = settings or load_settings()
     started = time.time()
-    if protocol == PROTOCOL_WMT24:
-        level, chosen = "wmt24", list(WMT24_STATISTICS)
-    else:
-        chosen = _check_request(level, statistics)
+    level, chosen = _level_and_statistics(protocol, level, statistics)
     request = _Request(level, chosen, seed, n_resamples, protocol, tuple(exclude_groups), include_human, rater,
-                       n_permutations)
+                       n_permutations, permutation_seed, all_submissions)
     computed = _compute(settings, dataset, metrics, request)
     name, number, digest = computed.name, computed.number, computed.digest
     protocol_name, cells, skipped, p_values = computed.protocol, computed.cells, computed.skipped, computed.p_values
     run_id = new_run_id()
     version_fields = {"run_id": run_id, "dataset": name, "version_number": number}
-    records = _correlation_records(_ranked_rows(cells, p_values, alpha), version_fields, digest, level,
-                                   protocol_name, seed, n_resamples)
-    files = _write(settings, name, run_id, records, _significance_records(p_values, version_fields, level),
+    records = _correlation_records(_ranked_rows(cells, p_values, alpha, level), version_fields, digest, level,
+                                   protocol_name, computed.protocol_signature, seed, n_resamples)
+    files = _write(settings, name, run_id, records, _significance_records(p_values, version_fields),
                    _system_point_records(cells, version_fields, level, chosen[0]))
     recorder = RunRecorder(
         settings, "evaluate",
@@ -205,12 +211,16 @@ def evaluate(
         parameters={"level": level, "statistics": chosen, "seed": seed, "n_resamples": n_resamples,
                     "alpha": alpha, "protocol": protocol_name, "exclude_groups": sorted(set(exclude_groups)),
                     "metrics": list(metrics or []), "include_human": include_human, "rater": rater,
-                    **({"n_permutations": n_permutations} if protocol == PROTOCOL_WMT24 else {})},
+                    "protocol_signature": computed.protocol_signature,
+                    **({"n_permutations": n_permutations, "permutation_seed": computed.permutation_seed}
+                       if protocol == protocol_wmt24.PROTOCOL else {}),
+                    **({"all_submissions": all_submissions} if protocol == protocol_wmt23.PROTOCOL else {})},
         run_id=run_id, started=started)
     seconds = recorder.record({"rows": len(records), "skipped": skipped, "files": [f.path for f in files]}, files)
     public = [{k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in r.items()} for r in records]
     return {"run_id": run_id, "dataset": f"{name}@{number}", "level": level, "protocol": protocol_name,
-            "rows": public, "skipped": skipped, "notes": computed.notes, "seconds": seconds}
+            "protocol_signature": computed.protocol_signature, "rows": public, "skipped": skipped,
+            "notes": computed.notes, "seconds": seconds}
 
 
 @dataclass(frozen=True)
@@ -225,6 +235,9 @@ class _Computed:
     skipped: list[str]
     p_values: dict[PairKey, tuple[float, str]]
     notes: list[str]
+    protocol_signature: str
+    """Every setting the numbers depend on besides the metric and the data (:func:`_signature`)."""
+    permutation_seed: int | None = None
 
 
 @dataclass(frozen=True)
@@ -240,6 +253,10 @@ class _Request:
     include_human: bool | None = None
     rater: str | None = None
     n_permutations: int = DEFAULT_PERMUTATIONS
+    permutation_seed: int | None = None
+    """WMT24's SPA permutations; None: mt-metrics-eval's default (:data:`assay.stats.spa.DEFAULT_SEED`)."""
+    all_submissions: bool = False
+    """WMT23: the contrastive submissions too, not only the primary ones."""
 
 
 def _compute(settings: Settings, dataset: str, metrics: Sequence[str] | None, request: _Request) -> _Computed:
@@ -253,27 +270,73 @@ def _compute(settings: Settings, dataset: str, metrics: Sequence[str] | None, re
     protocol_name, metric_ties = _protocol(info, request.protocol)
     candidates = wanted_signatures(scored_signatures(settings), metrics)
     resamples = Resamples(seed, n_resamples)
-    rows = JudgmentFilter.of(info, exclude_groups=request.exclude_groups, include_human=request.include_human,
-                             rater=request.rater)
-    if level == "wmt24":
-        cells, skipped = wmt24_cells(settings, store_path, candidates, resamples, rows,
-                                     n_permutations=request.n_permutations, seed=seed)
-    elif level == "seg":
-        cells, skipped = _segment_cells(settings, store_path, candidates, chosen, metric_ties, resamples, rows)
+    permutation_seed = None
+    notes: list[str] = []
+    if level == protocol_wmt24.PROTOCOL:
+        rows = JudgmentFilter.of(info, exclude_groups=request.exclude_groups, include_human=request.include_human,
+                                 rater=request.rater)
+        permutation_seed = protocol_wmt24.DEFAULT_PERMUTATION_SEED if request.permutation_seed is None \
+            else request.permutation_seed
+        cells, skipped = protocol_wmt24.wmt24_cells(settings, store_path, candidates, resamples, rows,
+                                                    n_permutations=request.n_permutations, seed=permutation_seed,
+                                                    dataset=f"{name}@{number}", info=info)
+        settings_text = protocol_wmt24.signature(request.n_permutations, permutation_seed)
+    elif level == protocol_wmt23.PROTOCOL:
+        # the version's official submissions, with segment scores or not (some are system-level only)
+        stored = {c.signature for c in candidates}
+        candidates += [c for c in wanted_signatures(protocol_wmt23.official_candidates(info), metrics)
+                       if c.signature not in stored]
+        evaluated = protocol_wmt23.wmt23_cells(
+            settings, store_path, info, candidates, resamples, exclude_groups=request.exclude_groups,
+            include_human=request.include_human, all_submissions=request.all_submissions or bool(metrics),
+            dataset=f"{name}@{number}")
+        cells, skipped, notes, settings_text = evaluated.cells, evaluated.skipped, evaluated.notes, evaluated.signature
+        rows = None
     else:
-        cells, skipped = _system_cells(settings, store_path, candidates, chosen, resamples, rows)
-    notes = (["human translations (is_human) are not candidates; include them with --include-human"]
-             if rows.drop_human else [])
+        rows = JudgmentFilter.of(info, exclude_groups=request.exclude_groups, include_human=request.include_human,
+                                 rater=request.rater)
+        if level == "seg":
+            cells, skipped = _segment_cells(settings, store_path, info, candidates, chosen, metric_ties, resamples,
+                                            rows)
+        else:
+            cells, skipped = _system_cells(settings, store_path, info, candidates, chosen, resamples, rows)
+        settings_text = f"level:{level}" + (f"|darr_ties:{metric_ties}" if "kendall_like" in chosen else "")
+    if rows is not None and rows.drop_human:
+        notes.append("human translations (is_human) are not candidates; include them with --include-human")
     if not cells:
-        hint = ("score it first, e.g. `assay score --dataset " + dataset + " --metric sentbleu`" if level == "seg"
-                else "system level needs full test-set scores: `assay score --dataset " + dataset
-                + " --metric bleu --scope outputs`")
-        raise UsageError(f"no metric scores cover {name}@{number} at level {level}; {hint}"
-                         + (f" (incomplete: {', '.join(skipped)})" if skipped else ""))
-    if level != "wmt24":  # the protocol computes its own mean over language pairs
+        raise UsageError(_nothing_to_evaluate(name, number, dataset, level, skipped))
+    if level not in PROTOCOLS:  # a protocol computes its own mean over language pairs
         cells += group_means(cells)
     p_values = _significance(cells, level, seed, n_resamples)
-    return _Computed(name, number, digest, protocol_name, cells, skipped, p_values, notes)
+    return _Computed(name, number, digest, protocol_name, cells, skipped, p_values, notes,
+                     _signature(protocol_name, settings_text, request, rows), permutation_seed)
+
+
+def _nothing_to_evaluate(name: str, number: int, dataset: str, level: str, skipped: list[str]) -> str:
+    """Why no metric could be evaluated, and what to run."""
+    if level == "seg":
+        hint = "score it first, e.g. `assay score --dataset " + dataset + " --metric sentbleu`"
+    elif level == "sys":
+        hint = ("system level needs full test-set scores: `assay score --dataset " + dataset
+                + " --metric bleu --scope outputs`")
+    else:
+        hint = "score it first, e.g. `assay score --dataset " + dataset + " --metric sentbleu`"
+    return (f"no metric scores cover {name}@{number} at level {level}; {hint}"
+            + (f" (incomplete: {', '.join(skipped)})" if skipped else ""))
+
+
+def _signature(protocol: str, settings_text: str, request: _Request, rows: JudgmentFilter | None) -> str:
+    """The run's protocol signature: the protocol, the settings its statistics were computed with
+    (their defaults included), the judgments chosen and the bootstrap; stored on every row, so
+    each number says how it was obtained (the metric's own signature is beside it)."""
+    judged = ""
+    if rows is not None:
+        judged = f"|human:{'out' if rows.drop_human else 'in'}"
+        if rows.rater:
+            judged += f"|rater:{rows.rater}"
+        if rows.excluded_groups:
+            judged += f"|exclude:{','.join(sorted(rows.excluded_groups))}"
+    return f"{protocol}|{settings_text}{judged}|bootstrap:seed={request.seed},resamples={request.n_resamples}"
 
 
 @dataclass(frozen=True)
@@ -282,35 +345,38 @@ class PairedComparison:
 
     values: dict[tuple[str, str, str, str], float | None]
     """(group, aspect, statistic, signature) -> the correlation"""
-    p_values: dict[PairKey, tuple[float, str]]
+    p_values: dict[tuple[str, str, str, str, str], tuple[float, str]]
     """(group, aspect, statistic, better, worse) -> (one-sided p-value, test)"""
 
 
 def compare_signatures(dataset: str, *, level: str, signatures: Sequence[str], statistics: Sequence[str],
                        seed: int = DEFAULT_SEED, n_resamples: int = DEFAULT_RESAMPLES, protocol: str | None = None,
                        exclude_groups: Sequence[str] = (), n_permutations: int = DEFAULT_PERMUTATIONS,
-                       settings: Settings | None = None) -> PairedComparison:
+                       permutation_seed: int | None = None, settings: Settings | None = None) -> PairedComparison:
     """What :func:`evaluate` would store for ``signatures`` evaluated together (the same cells,
     resamples and paired tests, so the same numbers), computed from their stored segment scores
     without writing to the results store or recording a run: a comparison of already evaluated
-    metrics (the nightly regression test) is not another evaluation. Under ``protocol="wmt24"``
-    every level of the protocol is computed, whatever ``level`` and ``statistics`` say, as
-    :func:`evaluate` does."""
+    metrics (the nightly regression test) is not another evaluation. Under a protocol (wmt23,
+    wmt24) every statistic of the protocol is computed, whatever ``statistics`` says, as
+    :func:`evaluate` does; where the protocol has one statistic at two levels (WMT23's Pearson),
+    the cells of ``level`` are returned."""
     settings = settings or load_settings()
-    if protocol == PROTOCOL_WMT24:
-        level, chosen = "wmt24", list(WMT24_STATISTICS)
-    else:
-        chosen = _check_request(level, statistics)
+    run_level, chosen = _level_and_statistics(protocol, level, statistics)
     computed = _compute(settings, dataset, signatures,
-                        _Request(level, chosen, seed, n_resamples, protocol, tuple(exclude_groups),
-                                 n_permutations=n_permutations))
-    return PairedComparison({(c.group, c.aspect, c.statistic, c.scored.signature): c.value for c in computed.cells},
-                            computed.p_values)
+                        _Request(run_level, chosen, seed, n_resamples, protocol, tuple(exclude_groups),
+                                 n_permutations=n_permutations, permutation_seed=permutation_seed))
+    cells = computed.cells
+    if protocol == protocol_wmt23.PROTOCOL:
+        cells = [c for c in cells if (c.level or run_level) == level]
+    wanted = {(c.level or run_level) for c in cells}
+    return PairedComparison({(c.group, c.aspect, c.statistic, c.scored.signature): c.value for c in cells},
+                            {(g, a, st, b, w): p for (lv, g, a, st, b, w), p in computed.p_values.items()
+                             if lv in wanted})
 
 
 def _correlation_records(rows: list[tuple[Cell, int | None, int | None]], version_fields: dict[str, Any],
-                         digest: str, level: str, protocol: str, seed: int, n_resamples: int
-                         ) -> list[dict[str, Any]]:
+                         digest: str, level: str, protocol: str, protocol_signature: str, seed: int,
+                         n_resamples: int) -> list[dict[str, Any]]:
     now = datetime.now(UTC)
     records = []
     for c, rank, cluster in rows:
@@ -318,18 +384,19 @@ def _correlation_records(rows: list[tuple[Cell, int | None, int | None]], versio
         records.append({
             **version_fields, "version_digest": digest, "level": c.level or level, "group": c.group, "aspect": c.aspect,
             "metric": c.scored.metric, "signature": c.scored.signature, "statistic": c.statistic, "value": c.value,
-            "ci_low": ci_low, "ci_high": ci_high, "n": c.n, "n_excluded": c.n_excluded, "item_set": c.item_set,
-            "protocol": protocol, "rank": rank, "cluster": cluster, "seed": seed, "n_resamples": n_resamples,
+            "ci_low": ci_low, "ci_high": ci_high, "n": c.n, "unit": c.unit, "n_excluded": c.n_excluded,
+            "item_set": c.item_set, "protocol": protocol, "rank": rank, "cluster": cluster,
+            "epsilon": c.epsilon, "degenerate": c.degenerate, "official": is_external(c.scored.signature),
+            "protocol_signature": protocol_signature, "seed": seed, "n_resamples": n_resamples,
             "code_version": code_version(), "created_at": now,
         })
     return records
 
 
-def _significance_records(p_values: dict[PairKey, tuple[float, str]], version_fields: dict[str, Any], level: str
+def _significance_records(p_values: dict[PairKey, tuple[float, str]], version_fields: dict[str, Any]
                           ) -> list[dict[str, Any]]:
-    return [{**version_fields, "level": WMT24_LEVELS.get(s, level), "group": g, "aspect": a, "statistic": s,
-             "better": b, "worse": w,
-             "p_value": p, "test": t} for (g, a, s, b, w), (p, t) in p_values.items()]
+    return [{**version_fields, "level": lv, "group": g, "aspect": a, "statistic": s, "better": b, "worse": w,
+             "p_value": p, "test": t} for (lv, g, a, s, b, w), (p, t) in p_values.items()]
 
 
 def _system_point_records(cells: list[Cell], version_fields: dict[str, Any], level: str, statistic: str
@@ -358,29 +425,32 @@ def _write(settings: Settings, dataset: str, run_id: str, records: list[dict[str
 # --- segment level --------------------------------------------------------------------------------
 
 def _statistic(statistic: str, human: FloatArray, metric: FloatArray, pairs: ResampledPairs
-               ) -> tuple[float, FloatArray]:
-    """(point estimate, replicates) of one statistic; NaN where undefined."""
+               ) -> tuple[float, FloatArray, float | None]:
+    """(point estimate, replicates, calibrated tie threshold or None) of one statistic; NaN where
+    undefined."""
     if human.size < 2:
-        return float("nan"), np.full(pairs.counts.shape[0], np.nan)
+        return float("nan"), np.full(pairs.counts.shape[0], np.nan), None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # scipy warns on constant input; the value is NaN
         if statistic == "acc_t":
             calibrated = tie_calibration(human, metric, statistic="acc_23")
-            return float(calibrated.value), pairs.acc23(calibrated.epsilon)
-        return scalar_statistic(statistic)(human, metric), pairs.statistic(statistic)
+            return float(calibrated.value), pairs.acc23(calibrated.epsilon), calibrated.epsilon
+        return scalar_statistic(statistic)(human, metric), pairs.statistic(statistic), None
 
 
-def _segment_cells(settings: Settings, store_path: str, candidates: list[ScoredMetric], statistics: Sequence[str],
-                   metric_ties: MetricTies, resamples: Resamples, rows: JudgmentFilter
+def _segment_cells(settings: Settings, store_path: str, info: dict[str, Any], candidates: list[ScoredMetric],
+                   statistics: Sequence[str], metric_ties: MetricTies, resamples: Resamples, rows: JudgmentFilter
                   ) -> tuple[list[Cell], list[str]]:
-    """The cells of every segment-level metric, and the signatures left out for unscored segments."""
+    """The cells of every segment-level metric, and the signatures left out for unscored segments.
+    An official submission's scores are the version's own (:mod:`assay.jobs.official_scores`);
+    another version's submissions are not evaluated here."""
     segments = rows.table(settings, store_path, "segments")
     darr = (_darr_cells(settings, store_path, candidates, metric_ties, resamples, rows)
             if "kendall_like" in statistics else [])
     if segments.num_rows == 0:
         return darr, []  # e.g. WMT18: relative rankings only
-    seg = segments.select(["group", "aspect", "source", "references", "candidate", "human_z", "human_raw"]
-                          ).to_pydict()
+    seg = segments.select(["group", "aspect", "system", "segment_id", "source", "references", "candidate", "human_z",
+                           "human_raw"]).to_pydict()
     keys = [segment_scores.segment_key(s, r, c)
             for s, r, c in zip(seg["source"], seg["references"], seg["candidate"], strict=True)]
     human = human_array(seg)
@@ -391,25 +461,34 @@ def _segment_cells(settings: Settings, store_path: str, candidates: list[ScoredM
     cells: list[Cell] = []
     skipped: list[str] = []
     key_set = set(keys)
+    official = _Official(settings, store_path, info)
     for scored in candidates:
         if scored.has_sufficient_statistics:
             continue  # a corpus-level metric (BLEU): its segment scores are another metric's (sentbleu)
-        lookup = score_lookup(settings, scored, key_set)
-        if not key_set <= lookup.keys():
-            if lookup:
-                skipped.append(f"{scored.signature} ({len(key_set - lookup.keys())} segments unscored)")
-            continue
-        scores = np.array([np.nan if lookup[k][0] is None else lookup[k][0] for k in keys], dtype=np.float64)
+        if is_external(scored.signature):
+            found = official.segment_scores(scored.signature, groups, seg)
+            if found is None:
+                continue
+            scores = found
+        else:
+            lookup = score_lookup(settings, scored, key_set)
+            if not key_set <= lookup.keys():
+                if lookup:
+                    skipped.append(f"{scored.signature} ({len(key_set - lookup.keys())} segments unscored)")
+                continue
+            scores = np.array([np.nan if lookup[k][0] is None else lookup[k][0] for k in keys], dtype=np.float64)
         for (group, aspect), index in sorted(groups.items()):
             idx = np.array(index)
             ok = idx[~np.isnan(human[idx]) & ~np.isnan(scores[idx])]
             item_set = item_set_digest([keys[i] for i in ok])
             h, m = human[ok], scores[ok]
             pairs = ResampledPairs(h, m, resamples.counts(f"seg/{group}/{aspect}", len(ok)))
+            spread = widest_spread(m, h)
             for statistic in correlated:
-                value, replicates = _statistic(statistic, h, m, pairs)
+                value, replicates, epsilon = _statistic(statistic, h, m, pairs)
                 cells.append(Cell(group, aspect, statistic, scored, None if np.isnan(value) else value, replicates,
-                                  len(ok), len(idx) - len(ok), item_set, h, m))
+                                  len(ok), len(idx) - len(ok), item_set, h, m, unit="segments", epsilon=epsilon,
+                                  degenerate=degenerate_reason(spread, epsilon=epsilon)))
     return cells + darr, skipped
 
 
@@ -429,8 +508,8 @@ def _darr_cells(settings: Settings, store_path: str, candidates: list[ScoredMetr
     cells = []
     keys: set[str] = {k for _, b, w in pairs_found for k in (b, w) if k}
     for scored in candidates:
-        if scored.has_sufficient_statistics:
-            continue  # corpus-level metric: not a segment-level metric
+        if scored.has_sufficient_statistics or is_external(scored.signature):
+            continue  # corpus-level metric: not a segment-level metric; official scores: no DARR data
         lookup = score_lookup(settings, scored, keys)
         if not keys <= lookup.keys():
             continue
@@ -444,16 +523,23 @@ def _darr_cells(settings: Settings, store_path: str, candidates: list[ScoredMetr
             result = kendall_like_from_pairs(b, w, metric_ties=metric_ties)
             replicates = resampled_pair_share(b, w, resamples.indices(f"darr/{group}", len(b)),
                                               ties_are_discordant=metric_ties == "discordant")
+            differences = np.abs(b - w)[~np.isnan(b - w)]
+            spread = float(differences.max()) if differences.size else None
             cells.append(Cell(group, "darr", "kendall_like", scored, result.value, replicates, len(b), 0,
-                              item_set_digest([f"{x}>{y}" for g, x, y in pairs_found if g == group and x and y])))
+                              item_set_digest([f"{x}>{y}" for g, x, y in pairs_found if g == group and x and y]),
+                              unit="pairs", degenerate=degenerate_reason(spread, within="relative-ranking pair")))
     return cells
 
 
 # --- system level ---------------------------------------------------------------------------------
 
-def _system_cells(settings: Settings, store_path: str, candidates: list[ScoredMetric], statistics: Sequence[str],
-                  resamples: Resamples, judgments: JudgmentFilter) -> tuple[list[Cell], list[str]]:
-    """The cells of every metric scored on the full test sets, and the signatures left out."""
+def _system_cells(settings: Settings, store_path: str, info: dict[str, Any], candidates: list[ScoredMetric],
+                  statistics: Sequence[str], resamples: Resamples, judgments: JudgmentFilter
+                  ) -> tuple[list[Cell], list[str]]:
+    """The cells of every metric scored on the full test sets, and the signatures left out. An
+    official submission's system scores are the submitted ones (never means of its segment
+    scores); they cannot be recomputed on resampled items, so they have no bootstrap interval, and
+    they are compared by Williams' test (Pearson) only."""
     systems = judgments.table(settings, store_path, "systems").to_pylist()
     outputs = judgments.table(settings, store_path, "outputs")
     if not systems or outputs.num_rows == 0:
@@ -472,48 +558,102 @@ def _system_cells(settings: Settings, store_path: str, candidates: list[ScoredMe
                 for k in by_system[(r["group"], r["output_system"])].values()}
     cells: list[Cell] = []
     skipped: list[str] = []
+    official = _Official(settings, store_path, info)
     for scored in candidates:
-        lookup = score_lookup(settings, scored, all_keys)
-        if not all_keys <= lookup.keys():
+        external = is_external(scored.signature)
+        lookup = {} if external else score_lookup(settings, scored, all_keys)
+        if not external and not all_keys <= lookup.keys():
             if lookup:
                 skipped.append(f"{scored.signature} ({len(all_keys - lookup.keys())} outputs unscored)")
             continue
         # the corpus aggregate is the metric's own (its formula lives with the metric)
-        corpus_score = metric_class(scored.metric)().corpus_score if scored.has_sufficient_statistics else None
+        corpus_score = (metric_class(scored.metric).corpus_scorer(scored.signature)
+                        if scored.has_sufficient_statistics else None)
         for (group, aspect), rows in sorted(groups.items()):
             if len(rows) < MIN_SYSTEMS:
                 continue
             items = sorted(set.intersection(*(set(by_system[(group, r["output_system"])]) for r, _ in rows)),
                            key=lambda s: (len(s), s))
             human = np.array([h for _, h in rows], dtype=np.float64)
-            keys = [[by_system[(group, r["output_system"])][i] for i in items] for r, _ in rows]
             counts = resamples.counts(f"sys/{group}/{aspect}", len(items))
-            if corpus_score is not None:
-                # systems x items x sufficient statistics; the system score is the corpus score
-                stats = np.array([[lookup[k][1] for k in row] for row in keys], dtype=np.float64)
-                metric_sys = resampled_corpus_scores(stats, np.ones((1, len(items))), corpus_score)[0]
-                resampled = resampled_corpus_scores(stats, counts, corpus_score)
+            if external:
+                submitted = official.system_scores(scored.signature, group, [r["output_system"] for r, _ in rows])
+                if submitted is None:
+                    continue
+                metric_sys, resampled = submitted, np.full((counts.shape[0], len(rows)), np.nan)
             else:
-                matrix = np.array([[lookup[k][0] for k in row] for row in keys], dtype=np.float64)
-                metric_sys = system_scores(matrix)
-                resampled = resampled_system_scores(matrix, counts)  # replicates x systems
+                keys = [[by_system[(group, r["output_system"])][i] for i in items] for r, _ in rows]
+                metric_sys, resampled = _system_scores(lookup, keys, counts, corpus_score)
             item_set = item_set_digest([r["system"] for r, _ in rows] + [f"items:{len(items)}"])
             names = [r["system"] for r, _ in rows]
+            degenerate = degenerate_reason(widest_spread(metric_sys, human))
             for statistic in statistics:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # constant system scores: the value is NaN
                     value = scalar_statistic(statistic)(human, metric_sys)
+                    replicates = rowwise(statistic, human, resampled)
                 cells.append(Cell(group, aspect, statistic, scored, None if np.isnan(value) else value,
-                                  rowwise(statistic, human, resampled), len(rows), 0, item_set, human, metric_sys,
-                                  names))
+                                  replicates, len(rows), 0, item_set, human, metric_sys,
+                                  names, unit="systems", degenerate=degenerate))
     return cells, skipped
+
+
+def _system_scores(lookup: dict[str, tuple[float | None, Any]], keys: list[list[str]], counts: FloatArray,
+                   corpus_score: Any) -> tuple[FloatArray, FloatArray]:
+    """(system scores, replicates x systems) of a metric Assay scored: the corpus score from summed
+    sufficient statistics where it has one (corpus BLEU), else the mean of its segment scores."""
+    if corpus_score is not None:
+        # systems x items x sufficient statistics; the system score is the corpus score
+        stats = np.array([[lookup[k][1] for k in row] for row in keys], dtype=np.float64)
+        return (resampled_corpus_scores(stats, np.ones((1, len(keys[0]))), corpus_score)[0],
+                resampled_corpus_scores(stats, counts, corpus_score))
+    matrix = np.array([[lookup[k][0] for k in row] for row in keys], dtype=np.float64)
+    return system_scores(matrix), resampled_system_scores(matrix, counts)
+
+
+class _Official:
+    """The version's official scores (:mod:`assay.jobs.official_scores`), read on first use."""
+
+    def __init__(self, settings: Settings, store_path: str, info: dict[str, Any]) -> None:
+        self.settings, self.store_path, self.info = settings, store_path, info
+        self._scores: OfficialScores | None = None
+
+    @property
+    def scores(self) -> OfficialScores:
+        if self._scores is None:
+            self._scores = OfficialScores.of(self.settings, self.store_path)
+        return self._scores
+
+    def segment_scores(self, signature: str, groups: dict[tuple[str, str], list[int]], seg: dict[str, list[Any]]
+                       ) -> FloatArray | None:
+        """The submitted segment score of every segments row; None unless the signature is one of
+        the version's own submissions with segment scores."""
+        variant = own_variant(self.info, signature)
+        if variant is None:
+            return None
+        scores = np.full(len(seg["system"]), np.nan)
+        for (group, _), index in groups.items():
+            found = self.scores.lookup(group, variant, "seg", [seg["system"][i] for i in index],
+                                       [seg["segment_id"][i] for i in index])
+            if found is None:
+                return None
+            scores[index] = found
+        return scores
+
+    def system_scores(self, signature: str, group: str, systems: list[str]) -> FloatArray | None:
+        """The submitted system scores of ``systems``; None unless the signature is one of the
+        version's own submissions and scored every one of them."""
+        variant = own_variant(self.info, signature)
+        found = None if variant is None else self.scores.lookup(group, variant, "sys", systems, [""] * len(systems))
+        return None if found is None or np.isnan(found).any() else found
 
 
 # --- ranks, significance and clusters -------------------------------------------------------------
 
 def _defined(slot: list[Cell]) -> dict[str, Cell]:
-    """The cells of a slot with a defined value, by signature."""
-    return {c.scored.signature: c for c in slot if c.value is not None}
+    """The cells of a slot that take part in ranks and tests (a defined, non-degenerate value), by
+    signature."""
+    return {c.scored.signature: c for c in slot if c.ranked}
 
 
 def _values(defined: dict[str, Cell]) -> dict[str, float]:
@@ -521,18 +661,18 @@ def _values(defined: dict[str, Cell]) -> dict[str, float]:
 
 
 def _ranked(slot: list[Cell]) -> list[Cell]:
-    """The defined cells of a slot by decreasing value (ties keep their order)."""
+    """The ranked cells of a slot by decreasing value (ties keep their order)."""
     defined = _defined(slot)
     return [defined[signature] for signature in ranking_order(_values(defined))]
 
 
-def _permutation_p_values(requests: dict[tuple[str, str, str, str], dict[str, tuple[Cell, Cell]]], seed: int,
-                          n_resamples: int) -> dict[PairKey, tuple[float, str]]:
-    """PERM-BOTH p-values, one set of permutations per (group, aspect, metric pair) for all its
-    statistics and both directions (:func:`assay.stats.significance.permutation_tests`: each
+def _permutation_p_values(requests: dict[tuple[str, str, str, str, str], dict[str, tuple[Cell, Cell]]],
+                          seed: int, n_resamples: int) -> dict[PairKey, tuple[float, str]]:
+    """PERM-BOTH p-values, one set of permutations per (level, group, aspect, metric pair) for all
+    its statistics and both directions (:func:`assay.stats.significance.permutation_tests`: each
     p-value equals :func:`assay.stats.permutation_test` with the better metric first)."""
     result: dict[PairKey, tuple[float, str]] = {}
-    for (group, aspect, first, _), by_statistic in requests.items():
+    for (level, group, aspect, first, _), by_statistic in requests.items():
         statistics = sorted(by_statistic)
         x = next(c for pair in by_statistic.values() for c in pair if c.scored.signature == first)
         y = next(c for pair in by_statistic.values() for c in pair if c.scored.signature != first)
@@ -544,7 +684,7 @@ def _permutation_p_values(requests: dict[tuple[str, str, str, str], dict[str, tu
         for statistic, (x_over_y, y_over_x) in zip(statistics, tests, strict=True):
             better, worse = by_statistic[statistic]
             test = x_over_y if better.scored.signature == first else y_over_x
-            result[(group, aspect, statistic, better.scored.signature, worse.scored.signature)] = \
+            result[(level, group, aspect, statistic, better.scored.signature, worse.scored.signature)] = \
                 (test.p_value, "perm-both")
     return result
 
@@ -555,54 +695,61 @@ def _pair_p_value(better: Cell, worse: Cell, level: str) -> tuple[float, str]:
     if level == "sys" and better.statistic == "pearson" and better.paired_with(worse) \
             and better.human is not None and len(better.human) > 3 \
             and better.metric_values is not None and worse.metric_values is not None:
-        return williams_test(better.human, better.metric_values, worse.metric_values).p_value, "williams"
+        with np.errstate(invalid="ignore", divide="ignore"):  # two metrics correlating perfectly: p is NaN
+            return williams_test(better.human, better.metric_values, worse.metric_values).p_value, "williams"
     return paired_bootstrap_p_value(better.replicates, worse.replicates), "paired-bootstrap"
 
 
-def _slots(cells: list[Cell]) -> dict[tuple[str, str, str], list[Cell]]:
-    by_slot: dict[tuple[str, str, str], list[Cell]] = {}
+def _slots(cells: list[Cell], level: str) -> dict[SlotKey, list[Cell]]:
+    """The cells ranked together: one (level, group, aspect, statistic) each (a protocol stores
+    cells at several levels, each cell under its own)."""
+    by_slot: dict[SlotKey, list[Cell]] = {}
     for c in cells:
-        by_slot.setdefault((c.group, c.aspect, c.statistic), []).append(c)
+        by_slot.setdefault((c.level or level, c.group, c.aspect, c.statistic), []).append(c)
     return by_slot
 
 
 def _significance(cells: list[Cell], level: str, seed: int, n_resamples: int) -> dict[PairKey, tuple[float, str]]:
-    """p-values that the higher-valued metric of each pair truly correlates better."""
+    """p-values that the higher-valued metric of each pair truly correlates better (ranked cells
+    only: an undefined or degenerate value is not tested)."""
     result: dict[PairKey, tuple[float, str]] = {}
-    permutations: dict[tuple[str, str, str, str], dict[str, tuple[Cell, Cell]]] = {}
-    for (group, aspect, statistic), slot in _slots(cells).items():
+    permutations: dict[tuple[str, str, str, str, str], dict[str, tuple[Cell, Cell]]] = {}
+    for (cell_level, group, aspect, statistic), slot in _slots(cells, level).items():
         ranked = _ranked(slot)
         for i, better in enumerate(ranked):
             for worse in ranked[i + 1:]:
                 if level == "seg" and statistic in PERMUTATION_NAMES and better.paired_with(worse):
                     first, second = sorted((better.scored.signature, worse.scored.signature))
-                    permutations.setdefault((group, aspect, first, second), {})[statistic] = (better, worse)
+                    permutations.setdefault((cell_level, group, aspect, first, second), {})[statistic] = \
+                        (better, worse)
                 else:
-                    key = (group, aspect, statistic, better.scored.signature, worse.scored.signature)
-                    result[key] = _pair_p_value(better, worse, level)
+                    key = (cell_level, group, aspect, statistic, better.scored.signature, worse.scored.signature)
+                    result[key] = _pair_p_value(better, worse, cell_level)
     return {**result, **_permutation_p_values(permutations, seed, n_resamples)}
 
 
-def _ranked_rows(cells: list[Cell], p_values: dict[PairKey, tuple[float, str]], alpha: float
+def _ranked_rows(cells: list[Cell], p_values: dict[PairKey, tuple[float, str]], alpha: float, level: str
                 ) -> list[tuple[Cell, int | None, int | None]]:
-    """Every cell with its rank and significance cluster in its slot (None, None: undefined value)."""
+    """Every cell with its rank and significance cluster in its slot. Equal values share a rank
+    (:func:`assay.stats.shared_ranks`); an undefined or degenerate value has neither (None, None)."""
     rows: list[tuple[Cell, int | None, int | None]] = []
-    for slot_key, slot in sorted(_slots(cells).items()):
+    for slot_key, slot in sorted(_slots(cells, level).items()):
         defined = _defined(slot)
         if defined:
             ranking = _slot_clusters(slot_key, defined, p_values, alpha)
-            rows += [(defined[m.name], rank, m.cluster) for rank, m in enumerate(ranking.ranking, start=1)]
-        rows += [(c, None, None) for c in slot if c.value is None]
+            ranks = shared_ranks([m.value for m in ranking.ranking])
+            rows += [(defined[m.name], rank, m.cluster) for rank, m in zip(ranks, ranking.ranking, strict=True)]
+        rows += [(c, None, None) for c in slot if not c.ranked]
     return rows
 
 
-def _slot_clusters(slot_key: tuple[str, str, str], defined: dict[str, Cell],
-                   p_values: dict[PairKey, tuple[float, str]], alpha: float) -> SignificanceClusters:
-    """The significance clusters of one (group, aspect, statistic) slot from its pairs' p-values
-    (:func:`assay.stats.significance_clusters`; 1 where no test applied)."""
-    group, aspect, statistic = slot_key
+def _slot_clusters(slot_key: SlotKey, defined: dict[str, Cell], p_values: dict[PairKey, tuple[float, str]],
+                   alpha: float) -> SignificanceClusters:
+    """The significance clusters of one (level, group, aspect, statistic) slot from its pairs'
+    p-values (:func:`assay.stats.significance_clusters`; 1 where no test applied)."""
+    level, group, aspect, statistic = slot_key
 
     def p_value(better: str, worse: str) -> float:
-        return p_values.get((group, aspect, statistic, better, worse), (1.0, ""))[0]
+        return p_values.get((level, group, aspect, statistic, better, worse), (1.0, ""))[0]
 
     return significance_clusters(_values(defined), p_value, alpha=alpha, test="stored")

@@ -16,7 +16,16 @@ averaged (google-research/mt-metrics-eval ``tasks.WMT24()``, uniform task weight
 
 Rows are stored as ``sys``/``spa``, ``seg``/``acc_t_item`` and ``avg``/``wmt24`` with protocol
 ``wmt24``. Both statistics need the complete (systems x items) matrix: items some candidate system
-did not translate, or that lack a human score, are left out (counted in ``n_excluded``).
+did not translate, or that lack a human score, are left out (their rated segments counted in
+``n_excluded``). SPA's ``n`` counts systems, acc-t's items, the average's the rated segments of the
+matrix. The gold is the MQM or ESA score (mt-metrics-eval's ``std_gold`` for WMT24): a version
+whose judgments are neither (WMT DA) is refused with that reason.
+
+Defaults are mt-metrics-eval's and are all in the rows' ``protocol_signature``: 1,000 permutations
+drawn from seed 4 (``pce.compute_pairwise_p_values``), independent of the bootstrap seed, so a
+default run prints mt-metrics-eval's SPA; acc23 calibrated over every pair (``sample_rate=1.0``),
+grouped by item. acc-t stores its calibrated threshold (``epsilon``) and is marked degenerate when
+that threshold ties every pair (:func:`assay.jobs.evaluation_cells.degenerate_reason`).
 
 Confidence intervals and significance: one set of bootstrap resamples of the items per group is
 shared by both statistics and every metric (:class:`assay.jobs.evaluation_cells.Resamples`), so the
@@ -29,39 +38,79 @@ permutation sign matrix on the resampled items (:func:`assay.stats.spa.resampled
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from assay.config import Settings
 from assay.datasets.human import human_array
-from assay.jobs.evaluation_cells import Cell, FloatArray, Resamples, group_means, item_set_digest
+from assay.errors import UsageError
+from assay.jobs.evaluation_cells import (
+    Cell,
+    FloatArray,
+    Resamples,
+    degenerate_reason,
+    group_means,
+    item_set_digest,
+    score_lookup,
+    widest_spread,
+)
 from assay.jobs.judgments import JudgmentFilter
+from assay.jobs.official_scores import OfficialScores, own_variant
 from assay.results import segment_scores
+from assay.results.external_scores import is_external
 from assay.results.segment_scores import ScoredMetric
 from assay.stats.grouped_acc import per_group_pairwise, resampled_grouped_mean
 from assay.stats.pairwise import tie_calibration
-from assay.stats.spa import resampled_spa, spa
+from assay.stats.spa import DEFAULT_PERMUTATIONS, DEFAULT_SEED, resampled_spa, spa
 
 PROTOCOL = "wmt24"
 SPA, ACC_T, AVERAGE = "spa", "acc_t_item", "wmt24"
 #: the level each statistic of the protocol is stored under
 LEVELS = {SPA: "sys", ACC_T: "seg", AVERAGE: "avg"}
 STATISTICS = tuple(LEVELS)
-DEFAULT_PERMUTATIONS = 1000
+DEFAULT_PERMUTATION_SEED = DEFAULT_SEED
+"""mt-metrics-eval's seed of SPA's permutations (``pce.compute_pairwise_p_values(seed=4)``)."""
+GOLD_KINDS = ("mqm", "esa")
+"""The human scores WMT24 ranks metrics against (mt-metrics-eval ``meta_info.WMT24``/``WMT24_ESA``
+``std_gold``): an aspect ``mqm[:...]`` or ``esa[:...]``."""
+
+
+def signature(n_permutations: int, permutation_seed: int) -> str:
+    """The protocol's settings as stored in every row's ``protocol_signature``."""
+    return (f"spa:permutations={n_permutations},seed={permutation_seed}"
+            "|acc_t_item:acc23,tie-calibrated,grouping=item,sample_rate=1.0"
+            f"|avg:mean({SPA},{ACC_T})|gold:{'/'.join(GOLD_KINDS)}")
+
+
+def gold_kind(aspect: str) -> str:
+    """The kind of human score an aspect holds: ``mqm:mtme`` -> ``mqm``."""
+    return aspect.split(":", 1)[0]
 
 
 def wmt24_cells(settings: Settings, store_path: str, candidates: Sequence[ScoredMetric], resamples: Resamples,
-                rows: JudgmentFilter, *, n_permutations: int = DEFAULT_PERMUTATIONS, seed: int
-                ) -> tuple[list[Cell], list[str]]:
-    """SPA, item-grouped acc-t and their mean per (group, aspect) and over groups (``all``) for every
-    segment-level signature that scored all of the items; and the signatures left out."""
-    from assay.jobs.evaluation import score_lookup
-
+                rows: JudgmentFilter, *, n_permutations: int = DEFAULT_PERMUTATIONS,
+                seed: int = DEFAULT_PERMUTATION_SEED, dataset: str = "this version",
+                info: Mapping[str, Any] | None = None) -> tuple[list[Cell], list[str]]:
+    """SPA (permutations from ``seed``), item-grouped acc-t and their mean per (group, aspect) and
+    over groups (``all``) for every segment-level signature that scored all of the items; and the
+    signatures left out. Only MQM and ESA judgments are evaluated (:data:`GOLD_KINDS`); a version
+    with neither is a :class:`~assay.errors.UsageError` naming what it has. An official submission
+    of the version (its ``info``) is evaluated on its submitted scores
+    (:mod:`assay.jobs.official_scores`); another version's is not."""
     segments = rows.table(settings, store_path, "segments")
-    if segments.num_rows == 0:
-        return [], []
-    seg = segments.select(["group", "aspect", "item_id", "system", "source", "references", "candidate",
+    aspects = sorted(set(segments.column("aspect").to_pylist())) if segments.num_rows else []
+    gold = [a for a in aspects if gold_kind(a) in GOLD_KINDS]
+    if not gold:
+        found = f"its judgments are {', '.join(aspects)}" if aspects else "it has no segment-level judgments"
+        raise UsageError(f"--protocol wmt24 ranks metrics against MQM or ESA segment scores (WMT24's human "
+                         f"evaluation); {dataset} has none: {found}. Evaluate it with --level seg or --level sys "
+                         "(its year's protocol), or ingest an MQM or ESA release")
+    segments = segments.filter(pc.is_in(segments.column("aspect"), pa.array(gold, pa.string())))
+    seg = segments.select(["group", "aspect", "item_id", "segment_id", "system", "source", "references", "candidate",
                            "human_z", "human_raw"]).to_pydict()
     keys = [segment_scores.segment_key(s, r, c)
             for s, r, c in zip(seg["source"], seg["references"], seg["candidate"], strict=True)]
@@ -70,17 +119,31 @@ def wmt24_cells(settings: Settings, store_path: str, candidates: Sequence[Scored
     key_set = {keys[i] for grid in grids.values() for i in grid.rows.ravel()}
     skipped: list[str] = []
     matrices: dict[tuple[str, str], list[tuple[ScoredMetric, FloatArray]]] = {slot: [] for slot in grids}
+    official: OfficialScores | None = None
     for scored in candidates:
         if scored.has_sufficient_statistics:
             continue  # corpus-level (BLEU): its segment scores are another metric's (sentbleu)
-        lookup = score_lookup(settings, scored, key_set)
-        if not key_set <= lookup.keys():
-            if lookup:
-                skipped.append(f"{scored.signature} ({len(key_set - lookup.keys())} segments unscored)")
-            continue
+        variant = own_variant(info or {}, scored.signature)
+        if variant is None and is_external(scored.signature):
+            continue  # another version's submission
+        if variant is None:
+            lookup = score_lookup(settings, scored, key_set)
+            if not key_set <= lookup.keys():
+                if lookup:
+                    skipped.append(f"{scored.signature} ({len(key_set - lookup.keys())} segments unscored)")
+                continue
+            values = np.array([np.nan if lookup[k][0] is None else lookup[k][0] for k in keys], dtype=np.float64)
+        else:
+            official = official or OfficialScores.of(settings, store_path)
+            values = np.full(len(keys), np.nan)
+            for group in {g for g, _ in grids}:
+                index = [i for i, g in enumerate(seg["group"]) if g == group]
+                submitted = official.lookup(group, variant, "seg", [seg["system"][i] for i in index],
+                                            [seg["segment_id"][i] for i in index])
+                if submitted is not None:
+                    values[index] = submitted
         for (group, aspect), grid in grids.items():
-            metric = np.array([[np.nan if lookup[keys[i]][0] is None else lookup[keys[i]][0] for i in row]
-                               for row in grid.rows], dtype=np.float64)
+            metric = values[grid.rows]
             if np.isnan(metric).any():
                 skipped.append(f"{scored.signature} (undefined scores in {group})")
                 continue
@@ -142,12 +205,15 @@ def _group_cells(group: str, aspect: str, scored: ScoredMetric, grid: _Grid, met
                                   num_systems=n_systems, grouping="item")
     acc_replicates = resampled_grouped_mean(per_item.values, counts)
     acc_value = float(calibrated.value)
-    n = n_systems * n_items
-    common = {"n": n, "n_excluded": grid.n_excluded, "item_set": item_set}
+    spread = widest_spread(metric, grid.human, by_item=True)
+    excluded = grid.n_excluded
     return [
-        Cell(group, aspect, SPA, scored, spa_value, spa_replicates, **common, human=grid.human.mean(axis=1),
-             metric_values=metric.mean(axis=1), systems=list(grid.systems), level=LEVELS[SPA], paired_test=False),
-        Cell(group, aspect, ACC_T, scored, acc_value, acc_replicates, **common, level=LEVELS[ACC_T]),
+        Cell(group, aspect, SPA, scored, spa_value, spa_replicates, n_systems, excluded, item_set,
+             human=grid.human.mean(axis=1), metric_values=metric.mean(axis=1), systems=list(grid.systems),
+             level=LEVELS[SPA], paired_test=False, unit="systems", degenerate=degenerate_reason(spread, within="item")),
+        Cell(group, aspect, ACC_T, scored, acc_value, acc_replicates, per_item.n_groups, excluded, item_set,
+             level=LEVELS[ACC_T], unit="items", epsilon=calibrated.epsilon,
+             degenerate=degenerate_reason(spread, within="item", epsilon=calibrated.epsilon)),
         Cell(group, aspect, AVERAGE, scored, (spa_value + acc_value) / 2, (spa_replicates + acc_replicates) / 2,
-             **common, level=LEVELS[AVERAGE]),
+             n_systems * n_items, excluded, item_set, level=LEVELS[AVERAGE], unit="segments"),
     ]

@@ -106,8 +106,12 @@ def evaluate_arguments(plan: RerunPlan) -> dict[str, Any]:
     ``evaluate`` flow) take it: the pinned version and its recorded level, signatures, statistics,
     seed, resamples and protocol."""
     p = plan.parameters
+    protocol_settings: dict[str, Any] = {k: p[k] for k in ("n_permutations", "permutation_seed", "all_submissions")
+                                         if k in p}
+    if "n_permutations" in p and "permutation_seed" not in p:  # WMT24 runs recorded before the seeds were apart
+        protocol_settings["permutation_seed"] = p["seed"]
     return {"dataset": plan.dataset, "level": p["level"], "metrics": p["metrics"], "statistics": p["statistics"],
-            "seed": p["seed"], "n_resamples": p["n_resamples"], "protocol": p["protocol"]}
+            "seed": p["seed"], "n_resamples": p["n_resamples"], "protocol": p["protocol"], **protocol_settings}
 
 
 class RerunSteps(Protocol):

@@ -9,11 +9,18 @@ never ranked together unless the caller asks for it. Rows correlated with differ
 (WebNLG's semantics, fluency and grammar aspects) are never ranked together at all: a correlation
 with fluency and one with semantics measure different things, so a leaderboard is always within one
 aspect. User input reaches SQL only as bound parameters.
+
+Numbers that mean nothing are not ranked: a row marked ``degenerate`` (the metric is constant within
+every compared group, or acc-t's calibrated epsilon ties every pair) is listed without a rank or a
+cluster. Metrics whose values are equal share a rank. Each row says what its ``n`` counts (``unit``)
+and whether it is an official submission (``official``: the shared task's scores, never recomputed)
+or a metric Assay scored, so a leaderboard of ``--protocol wmt23`` shows where a metric, or a
+checkpoint, would have placed among the submissions.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -24,29 +31,50 @@ from assay.checkpoints.labels import labels_for, lineage_text, signature_checkpo
 from assay.config import Settings, load_settings
 from assay.datasets.names import DatasetRef
 from assay.errors import NotFoundError, UsageError
+from assay.jobs import protocol_wmt23, protocol_wmt24
 from assay.results import correlations, significance
-from assay.stats import assign_clusters
+from assay.results.external_scores import is_external
+from assay.stats import assign_clusters, shared_ranks
+
+PROTOCOL_HEADLINES = {
+    protocol_wmt23.PROTOCOL: ("avg", protocol_wmt23.AVERAGE),
+    protocol_wmt24.PROTOCOL: ("avg", protocol_wmt24.AVERAGE),
+}
+"""The (level, statistic) a protocol ranks metrics by: its average."""
 
 
 @dataclass(frozen=True)
 class LeaderboardQuery:
     dataset: str
-    level: str = "seg"
-    statistic: str = "kendall"
+    level: str | None = None
+    """None: the protocol's headline level (``avg``), else ``seg``."""
+    statistic: str | None = None
+    """None: the protocol's headline statistic (its average), else ``kendall``."""
     group: str = "all"
     aspect: str | None = None
     metrics: tuple[str, ...] = ()
     since: datetime | None = None
     allow_mixed: bool = False
     alpha: float = 0.05
+    protocol: str | None = None
+    """Only rows evaluated under this protocol (``wmt23``, ``wmt24``, ``wmt17``, ...)."""
+
+    def resolved(self) -> LeaderboardQuery:
+        """The query with its level and statistic filled in."""
+        level, statistic = PROTOCOL_HEADLINES.get(self.protocol or "", ("seg", "kendall"))
+        return replace(self, level=self.level or level, statistic=self.statistic or statistic)
 
 
 def leaderboard(query: LeaderboardQuery, settings: Settings | None = None,
                 con: duckdb.DuckDBPyConnection | None = None) -> list[dict[str, Any]]:
     settings = settings or load_settings()
+    query = query.resolved()
     ref = DatasetRef.parse(query.dataset)
     where = ["level = $level", "statistic = $statistic", '"group" = $group']
     params: dict[str, Any] = {"level": query.level, "statistic": query.statistic, "group": query.group}
+    if query.protocol:
+        where.append("protocol = $protocol")
+        params["protocol"] = query.protocol
     if ref.version_digest is not None:
         where.append("starts_with(version_digest, $digest)")
         params["digest"] = ref.version_digest
@@ -76,17 +104,21 @@ def leaderboard(query: LeaderboardQuery, settings: Settings | None = None,
         _refuse_mixed_aspects(rows, query)
         if not query.allow_mixed:
             _refuse_mixed(rows)
-        defined = sorted((r for r in rows if r["value"] is not None), key=lambda r: -r["value"])
+        defined = sorted((r for r in rows if _ranked(r)), key=lambda r: -r["value"])
         p_values = (_p_matrix(con, significance.sql_source(con, settings, ref.name), defined, query)
                     if len(defined) > 1 else np.ones((len(defined),) * 2))
     finally:
         if own:
             con.close()
     clusters = assign_clusters(p_values, alpha=query.alpha) if defined else []
-    ranked = [{"rank": i + 1, "cluster": clusters[i], **row} for i, row in enumerate(defined)]
-    ranked += [{"rank": None, "cluster": None, **row} for row in rows if row["value"] is None]
+    ranks = shared_ranks([r["value"] for r in defined])
+    ranked = [{"rank": ranks[i], "cluster": clusters[i], **row} for i, row in enumerate(defined)]
+    # unranked: degenerate values (by value), then undefined ones
+    unranked = sorted((r for r in rows if not _ranked(r)), key=lambda r: (r["value"] is None, -(r["value"] or 0)))
+    ranked += [{"rank": None, "cluster": None, **row} for row in unranked]
     for row in ranked:
         row["created_at"] = row["created_at"].isoformat() if row["created_at"] else None
+        row["official"] = is_external(row["signature"])
     _name_checkpoints(ranked, settings)
     return ranked
 
@@ -122,7 +154,8 @@ def _newest_rows(con: duckdb.DuckDBPyConnection, source: str, where: list[str], 
         ),
         newest_version AS (SELECT max(version_number) AS v FROM rows)
         SELECT run_id, dataset, version_number, version_digest, level, "group", aspect, metric, signature,
-               statistic, value, ci_low, ci_high, n, n_excluded, item_set, protocol, created_at
+               statistic, value, ci_low, ci_high, n, unit, n_excluded, item_set, protocol, epsilon, degenerate,
+               official, protocol_signature, created_at
         FROM rows
         WHERE {version_filter}
         QUALIFY row_number() OVER (PARTITION BY signature, aspect ORDER BY created_at DESC) = 1
@@ -131,6 +164,11 @@ def _newest_rows(con: duckdb.DuckDBPyConnection, source: str, where: list[str], 
     cursor = con.execute(sql, params)
     columns = [d[0] for d in cursor.description or []]
     return [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
+
+
+def _ranked(row: dict[str, Any]) -> bool:
+    """The row takes part in ranks and clusters: its value is defined and not degenerate."""
+    return row["value"] is not None and not row.get("degenerate")
 
 
 def _name_checkpoints(rows: list[dict[str, Any]], settings: Settings) -> None:

@@ -84,6 +84,11 @@ class CorrelationRow:
     n_resamples: int
     code_version: str
     created_at: datetime
+    unit: str | None = None
+    """What ``n`` counts (segments, items, systems, pairs); None in rows stored before it was recorded."""
+    epsilon: float | None = None
+    degenerate: str | None = None
+    official: bool | None = None
 
 
 @dataclass

@@ -82,7 +82,9 @@ class ReportContext:
               if row.ci_low is not None and row.ci_high is not None else "")
         rank = f" · rank {row.rank}, cluster {row.cluster}" if row.rank is not None else ""
         return (f"{self.palette.label(row.signature)} · {statistic_name(row.statistic)} = {signed(row.value)}{ci}\n"
-                f"{row.group} ({row.aspect}) · n = {row.n:,}{rank}\n"
+                f"{row.group} ({row.aspect}) · n = {row.n:,}{' ' + row.unit if row.unit else ''}{rank}\n"
+                + (f"calibrated tie threshold epsilon = {row.epsilon:.6g}\n" if row.epsilon is not None else "")
+                + (f"degenerate, not ranked: {row.degenerate}\n" if row.degenerate else "") +
                 f"signature: {row.signature}\n"
                 f"dataset: {row.dataset}@{row.version_number} (sha256 {row.version_digest[:16]}…)\n"
                 f"run: {row.run_id} · {row.code_version}\n"

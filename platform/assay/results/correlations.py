@@ -9,6 +9,14 @@ carry the item set they were computed on (a digest of the segment keys), so a le
 refuse to rank numbers computed on different items, and the seed and number of resamples of their
 bootstrap intervals. The pairwise p-values behind the clusters are :mod:`assay.results.significance`;
 the system-level points are :mod:`assay.results.system_points`.
+
+Each row says what its numbers mean: ``n`` with its ``unit`` (segments, items, systems or pairs);
+for a tie-calibrated statistic (acc-t) the calibrated ``epsilon``; ``degenerate``, the reason a
+value cannot separate metrics (such a row has no rank and no cluster); ``official``, whether the
+signature is an official submission's (:mod:`assay.results.external_scores`) rather than a metric
+Assay scored; and ``protocol_signature``, every setting of the protocol the value was computed
+under, defaults included. Parts written before these columns existed read them as null
+(:func:`assay.results.parts.upgrade`).
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ SCHEMA = pa.schema([
     pa.field("dataset", pa.string(), nullable=False),
     pa.field("version_number", pa.int64(), nullable=False),
     pa.field("version_digest", pa.string(), nullable=False),
-    pa.field("level", pa.string(), nullable=False),  # seg | sys
+    pa.field("level", pa.string(), nullable=False),  # seg | sys | avg (a protocol's mean of statistics)
     pa.field("group", pa.string(), nullable=False),  # language pair, task, or "all" (mean over groups)
     pa.field("aspect", pa.string(), nullable=False),
     pa.field("metric", pa.string(), nullable=False),
@@ -35,11 +43,16 @@ SCHEMA = pa.schema([
     pa.field("ci_low", pa.float64()),
     pa.field("ci_high", pa.float64()),
     pa.field("n", pa.int64(), nullable=False),
+    pa.field("unit", pa.string()),  # what n counts: segments | items | systems | pairs
     pa.field("n_excluded", pa.int64(), nullable=False),
     pa.field("item_set", pa.string(), nullable=False),
     pa.field("protocol", pa.string(), nullable=False),
-    pa.field("rank", pa.int64()),
+    pa.field("rank", pa.int64()),  # equal values share a rank; null: undefined or degenerate
     pa.field("cluster", pa.int64()),
+    pa.field("epsilon", pa.float64()),  # acc-t: the calibrated metric tie threshold
+    pa.field("degenerate", pa.string()),  # why the value cannot separate metrics; null when it can
+    pa.field("official", pa.bool_()),  # an official submission's scores (external signature)
+    pa.field("protocol_signature", pa.string()),  # every setting of the protocol, defaults included
     pa.field("seed", pa.int64(), nullable=False),
     pa.field("n_resamples", pa.int64(), nullable=False),
     pa.field("code_version", pa.string(), nullable=False),

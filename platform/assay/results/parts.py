@@ -91,18 +91,26 @@ def read_files(files: Sequence[Path], schema: pa.Schema) -> pa.Table:
 
 def sql_source(con: duckdb.DuckDBPyConnection, files: Sequence[Path], schema: pa.Schema) -> str:
     """A DuckDB ``FROM`` source over ``files`` whose columns carry ``schema``'s names: parts written
-    before a rename (:data:`RENAMED`) are read with the old column under its new name. ``con`` is the
+    before a rename (:data:`RENAMED`) are read with the old column under its new name, and a column
+    of ``schema`` that no part has (added after they were written) reads as null. ``con`` is the
     DuckDB connection the source will be queried on (it reads the parts' column names)."""
     listed = "[" + ", ".join(sql_literal(str(f)) for f in files) + "]"
     scan = f"read_parquet({listed}, hive_partitioning = false, union_by_name = true)"
     found = {d[0] for d in con.execute(f"SELECT * FROM {scan} LIMIT 0").description or []}
     legacy = {old: new for old, new in RENAMED.items() if old in found and new in schema.names}
+    absent = [f for f in schema if f.name not in found and f.name not in legacy.values()]
+    nulls = "".join(f', CAST(NULL AS {_SQL_TYPES.get(str(f.type), "VARCHAR")}) AS "{f.name}"' for f in absent)
     if not legacy:
-        return scan
+        return f"(SELECT *{nulls} FROM {scan})" if absent else scan
     dropped = ", ".join(f'"{c}"' for c in [*legacy, *(n for n in legacy.values() if n in found)])
     renamed = ", ".join((f'COALESCE("{new}", "{old}")' if new in found else f'"{old}"') + f' AS "{new}"'
                         for old, new in legacy.items())
-    return f"(SELECT * EXCLUDE ({dropped}), {renamed} FROM {scan})"
+    return f"(SELECT * EXCLUDE ({dropped}), {renamed}{nulls} FROM {scan})"
+
+
+_SQL_TYPES = {"string": "VARCHAR", "bool": "BOOLEAN", "double": "DOUBLE", "int64": "BIGINT", "int32": "INTEGER",
+              "timestamp[us, tz=UTC]": "TIMESTAMPTZ"}
+"""DuckDB's type for each column type the stores declare, for a column no part has yet."""
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from assay.stats.clusters import (
     assign_clusters,
     rank_metrics,
     ranking_order,
+    shared_ranks,
     significance_clusters,
 )
 from assay.stats.correlation import (
@@ -129,6 +130,7 @@ __all__ = [
     "resampled_grouped_mean",
     "resampled_spa",
     "sample_hybrid_systems",
+    "shared_ranks",
     "significance_clusters",
     "spa",
     "spearman",

@@ -18,7 +18,7 @@ steps from hiding a significant gap between the top of a cluster and its bottom.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -62,6 +62,16 @@ class SignificanceClusters:
 def ranking_order(values: Mapping[str, float]) -> list[str]:
     """The names of ``values`` by decreasing value; ties keep the caller's order (step 1)."""
     return sorted(values, key=lambda name: -values[name])
+
+
+def shared_ranks(values: Sequence[float]) -> list[int]:
+    """Ranks (1-based) of ``values`` given in decreasing order, equal values sharing the rank of
+    the first of them ("1224" competition ranking): two metrics with the same value are not ranked
+    apart. Equal means equal as numbers; values computed from the same pair counts are bitwise equal."""
+    ranks: list[int] = []
+    for i, value in enumerate(values):
+        ranks.append(ranks[-1] if i and value == values[i - 1] else i + 1)
+    return ranks
 
 
 def assign_clusters(p_values: npt.ArrayLike, *, alpha: float = 0.05) -> list[int]:

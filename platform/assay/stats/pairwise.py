@@ -28,9 +28,11 @@ Grouping (``"none"``, ``"item"``, ``"system"``) and missing gold scores work as 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 
 from assay.stats._groups import (
     FloatArray,
@@ -125,8 +127,18 @@ def _check_epsilon(epsilon: float) -> None:
         raise StatsInputError(f"epsilon must be non-negative (got {epsilon})")
 
 
+@lru_cache(maxsize=64)
+def _upper_pairs(size: int) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """The index pairs ``i < j`` of ``size`` entries (``numpy.triu_indices``), built once per size:
+    item-grouped statistics ask for the same few sizes thousands of times."""
+    first, second = np.triu_indices(size, k=1)
+    first.setflags(write=False)
+    second.setflags(write=False)
+    return first, second
+
+
 def _pair_differences(gold: FloatArray, metric: FloatArray) -> tuple[FloatArray, FloatArray]:
-    first, second = np.triu_indices(gold.size, k=1)
+    first, second = _upper_pairs(gold.size)
     return gold[first] - gold[second], metric[first] - metric[second]
 
 

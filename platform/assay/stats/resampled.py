@@ -317,6 +317,30 @@ def resampled_pair_share(better: npt.ArrayLike, worse: npt.ArrayLike, index: npt
         return np.where(total > 0, (concordant - discordant) / total, np.nan)
 
 
+def resampled_grouped_pearson(x: npt.ArrayLike, y: npt.ArrayLike, groups: npt.ArrayLike, group_counts: FloatArray
+                              ) -> FloatArray:
+    """``(R,)`` Pearson's r of each resample that draws whole groups: entry ``k`` belongs to group
+    ``groups[k]``, and ``group_counts`` is ``(R, G)``, how often each group was drawn (a segment-level
+    correlation over every (system, item) cell whose bootstrap resamples items). Equal to
+    :meth:`ResampledPairs.pearson` with each entry's count its group's, computed from the groups'
+    moments (``(R x G) @ (G x 6)``) instead of ``R x n`` weighted sums; the values are centred
+    first, so the moments do not cancel."""
+    xs = np.asarray(x, dtype=np.float64)
+    ys = np.asarray(y, dtype=np.float64)
+    index = np.asarray(groups, dtype=np.intp)
+    if xs.shape != ys.shape or xs.shape != index.shape or xs.ndim != 1:
+        raise StatsInputError(f"x, y and groups must be parallel vectors (got {xs.shape}, {ys.shape}, {index.shape})")
+    if group_counts.ndim != 2 or (index.size and index.max() >= group_counts.shape[1]):
+        raise StatsInputError(f"group_counts must be (resamples x groups), got {group_counts.shape}")
+    xs, ys = xs - xs.mean(), ys - ys.mean()
+    width = group_counts.shape[1]
+    moments = np.stack([np.bincount(index, weights=w, minlength=width)
+                        for w in (np.ones_like(xs), xs, ys, xs * xs, ys * ys, xs * ys)], axis=1)
+    n, sx, sy, sxx, syy, sxy = (group_counts @ moments).T
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (sxy - sx * sy / n) / np.sqrt((sxx - sx * sx / n) * (syy - sy * sy / n))
+
+
 def rowwise(statistic: str, human: npt.ArrayLike, metric_rows: npt.ArrayLike) -> FloatArray:
     """``statistic(human, row)`` for each row of ``metric_rows`` (R x S): system-level replicates,
     where the systems stay fixed and each replicate has its own system scores."""

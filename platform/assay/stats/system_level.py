@@ -2,9 +2,10 @@
 
 A system's metric score is either the mean of its segment scores (how BERTScore and BLEURT are
 turned into system scores, Zhang et al. 2020 section 4) or a corpus-level score the metric computes
-itself (corpus BLEU is not the mean of sentence BLEU). The system scores are then correlated with
-the human system scores (WMT DA z-score means) over systems, Pearson's r by default, the official
-WMT17-19 system-level statistic. The sign is kept: the BERTScore paper prints absolute values.
+itself (corpus BLEU is not the mean of sentence BLEU, nor corpus chrF the mean of segment chrF).
+The system scores are then correlated with the human system scores (WMT DA z-score means) over
+systems, Pearson's r by default, the official WMT17-19 system-level statistic. The sign is kept:
+the BERTScore paper prints absolute values.
 """
 
 from __future__ import annotations
@@ -81,8 +82,9 @@ def resampled_corpus_scores(statistics: Scores, counts: FloatArray,
                             corpus_score: Callable[[FloatArray], float]) -> FloatArray:
     """Corpus score of each system in each bootstrap resample of the items, from per-segment
     sufficient statistics ``(num_systems, num_items, k)`` summed with the resample's counts
-    (sacrebleu's design: score once, aggregate many times; corpus BLEU, Papineni et al. 2002, is
-    not a mean of sentence scores). Returns ``(resamples, num_systems)``."""
+    (sacrebleu's design: score once, aggregate many times; corpus BLEU, Papineni et al. 2002, and
+    corpus chrF, Popović 2015, are not means of segment scores). ``corpus_score`` is the metric's own
+    (:meth:`assay.metrics.base.Metric.corpus_scorer`). Returns ``(resamples, num_systems)``."""
     stats = np.asarray(statistics, dtype=np.float64)
     if stats.ndim != 3 or counts.ndim != 2 or counts.shape[1] != stats.shape[1]:
         raise StatsInputError(f"statistics {stats.shape} and counts {counts.shape} must share the item axis")

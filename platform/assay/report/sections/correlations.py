@@ -1,5 +1,10 @@
 """Section 1: correlation with human judgments per group, with confidence intervals, ranks and
-significance clusters, for every evaluated dataset, level and statistic."""
+significance clusters, for every evaluated dataset, level and statistic.
+
+Each panel says what its ``n`` counts (the rows' ``unit``: segments, items, systems or pairs). A
+degenerate value (one that cannot separate metrics: a metric constant within every compared group,
+or acc-t whose calibrated threshold ties every pair) is drawn without a rank and listed under the
+chart with its reason; acc-t's calibrated tie thresholds are listed beside it."""
 
 from __future__ import annotations
 
@@ -32,16 +37,14 @@ def _chart(ctx: ReportContext, evaluation: Evaluation, aspect: str, statistic: s
     panels = []
     for group in evaluation.groups(aspect):
         bars = {}
-        sizes = set()
+        sizes: set[tuple[int, str]] = set()
         for signature in order:
             row = evaluation.cell(group, aspect, statistic, signature)
             if row is None:
                 continue
-            sizes.add(row.n)
+            sizes.add((row.n, row.unit or _unit_before_recorded(evaluation.level)))
             bars[signature] = Bar(row.value, row.ci_low, row.ci_high, row.rank, row.cluster, ctx.row_tooltip(row))
-        # a DA system-level n counts systems; SPA's and the WMT24 average's n count the rated outputs
-        unit = "systems" if evaluation.level == "sys" and statistic != "spa" else "segments"
-        size = f"n = {max(sizes):,} {unit}" if sizes else ""
+        size = "n = {:,} {}".format(*max(sizes)) if sizes else ""
         panels.append(Panel("all (mean over groups)" if group == "all" else group, size, bars))
     version = evaluation.version
     name = f"{version.label} {LEVEL_NAMES[evaluation.level]}, {aspect}, {statistic_name(statistic)}"
@@ -53,7 +56,30 @@ def _chart(ctx: ReportContext, evaluation: Evaluation, aspect: str, statistic: s
     heading = f"<h4>{esc(statistic_name(statistic))} <span class=\"aspect\">aspect {esc(aspect)}</span></h4>"
     caption = (f"{esc(statistic_name(statistic))} on {esc(version.label)}, {esc(LEVEL_NAMES[evaluation.level])}. "
                f"{ctx.notes.marker(ctx.version_note(version), *runs)}")
-    return heading + figure(chart, caption, "fig-wide")
+    return heading + figure(chart, caption, "fig-wide") + _meaning_notes(ctx, evaluation, aspect, statistic)
+
+
+def _unit_before_recorded(level: str) -> str:
+    """What ``n`` counted in rows stored before the unit was: systems at system level, else segments."""
+    return "systems" if level == "sys" else "segments"
+
+
+def _meaning_notes(ctx: ReportContext, evaluation: Evaluation, aspect: str, statistic: str) -> str:
+    """Under a chart: the values that mean nothing, with why, and acc-t's calibrated thresholds."""
+    rows = sorted((r for r in evaluation.rows if r.aspect == aspect and r.statistic == statistic
+                   and r.group != "all"), key=lambda r: (r.group, r.signature))
+    parts = []
+    degenerate = [r for r in rows if r.degenerate]
+    if degenerate:
+        parts.append('<p class="note">Degenerate, not ranked: ' + "; ".join(
+            f"{esc(ctx.palette.label(r.signature))} ({esc(r.group)}): {esc(r.degenerate or '')}" for r in degenerate)
+            + ".</p>")
+    calibrated = [r for r in rows if r.epsilon is not None]
+    if calibrated:
+        parts.append('<p class="note">Calibrated tie threshold ε (metric score differences up to ε count as ties): '
+                     + "; ".join(f"{esc(ctx.palette.label(r.signature))} ({esc(r.group)}) ε = {r.epsilon:.6g}"
+                                 for r in calibrated) + ".</p>")
+    return "".join(parts)
 
 
 def _evaluation_block(ctx: ReportContext, evaluation: Evaluation) -> str:
