@@ -42,7 +42,7 @@ PROTOCOL_HELP = ("WMT protocol, e.g. wmt17 or wmt18 (default: from the dataset's
 @click.option("--include-human/--exclude-human", "include_human", default=None,
               help="Evaluate human translations (is_human) as candidates too (default: the release's rule; "
                    "MQM releases leave them out, as mt-metrics-eval does without --include_human).")
-@click.option("--rater", help="MQM: correlate with this rater's scores instead of the mean over raters.")
+@click.option("--rater", help="MQM or ESA: correlate with this rater's scores instead of the mean over raters.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of rows.")
 def evaluate_command(dataset: str, level: str, metrics: tuple[str, ...], statistics: tuple[str, ...], seed: int,
                      resamples: int, protocol: str | None, n_permutations: int, permutation_seed: int | None,

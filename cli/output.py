@@ -13,6 +13,10 @@ def emit_json(payload: Any) -> None:
     click.echo(json.dumps(payload, indent=2, ensure_ascii=False, default=str))
 
 
+#: columns whose cells may wrap when a table is wider than the terminal (every other column keeps its cells whole)
+WRAPPED_COLUMNS = frozenset({"signature", "protocol_signature", "description", "reason", "note", "path", "source_path"})
+
+
 def print_rows(rows: list[dict[str, Any]], columns: list[str]) -> None:
     """Result rows as a table of ``columns`` (``ci`` shows ``[ci_low, ci_high]``)."""
     from rich.console import Console
@@ -20,7 +24,9 @@ def print_rows(rows: list[dict[str, Any]], columns: list[str]) -> None:
 
     table = Table()
     for column in columns:
-        table.add_column(column, justify="right" if column in ("value", "rank", "cluster", "n") else "left")
+        # short identity columns never wrap; the long free-text ones (a signature) take the squeeze
+        table.add_column(column, justify="right" if column in ("value", "rank", "cluster", "n") else "left",
+                         no_wrap=column not in WRAPPED_COLUMNS, overflow="fold")
     for row in rows:
         cells = []
         for column in columns:
