@@ -61,6 +61,7 @@ from assay.jobs import protocol_wmt23, protocol_wmt24
 from assay.jobs.evaluation_cells import (
     Cell,
     Resamples,
+    candidate_segment_scores,
     degenerate_reason,
     group_means,
     item_set_digest,
@@ -69,7 +70,7 @@ from assay.jobs.evaluation_cells import (
     widest_spread,
 )
 from assay.jobs.judgments import JudgmentFilter
-from assay.jobs.official_scores import OfficialScores, own_variant
+from assay.jobs.official_scores import VersionOfficialScores
 from assay.jobs.protocol_wmt24 import DEFAULT_PERMUTATIONS
 from assay.jobs.runs import RecordedFile, RunRecorder, new_run_id
 from assay.metrics.registry import metric_class
@@ -460,23 +461,15 @@ def _segment_cells(settings: Settings, store_path: str, info: dict[str, Any], ca
     correlated = [s for s in statistics if s != "kendall_like"]
     cells: list[Cell] = []
     skipped: list[str] = []
-    key_set = set(keys)
-    official = _Official(settings, store_path, info)
+    official = VersionOfficialScores(settings, store_path, info)
     for scored in candidates:
         if scored.has_sufficient_statistics:
             continue  # a corpus-level metric (BLEU): its segment scores are another metric's (sentbleu)
-        if is_external(scored.signature):
-            found = official.segment_scores(scored.signature, groups, seg)
-            if found is None:
-                continue
-            scores = found
-        else:
-            lookup = score_lookup(settings, scored, key_set)
-            if not key_set <= lookup.keys():
-                if lookup:
-                    skipped.append(f"{scored.signature} ({len(key_set - lookup.keys())} segments unscored)")
-                continue
-            scores = np.array([np.nan if lookup[k][0] is None else lookup[k][0] for k in keys], dtype=np.float64)
+        found = candidate_segment_scores(settings, scored, official, seg, keys)
+        if found is None or isinstance(found, str):
+            skipped += [found] if found else []
+            continue
+        scores = found
         for (group, aspect), index in sorted(groups.items()):
             idx = np.array(index)
             ok = idx[~np.isnan(human[idx]) & ~np.isnan(scores[idx])]
@@ -558,7 +551,7 @@ def _system_cells(settings: Settings, store_path: str, info: dict[str, Any], can
                 for k in by_system[(r["group"], r["output_system"])].values()}
     cells: list[Cell] = []
     skipped: list[str] = []
-    official = _Official(settings, store_path, info)
+    official = VersionOfficialScores(settings, store_path, info)
     for scored in candidates:
         external = is_external(scored.signature)
         lookup = {} if external else score_lookup(settings, scored, all_keys)
@@ -609,43 +602,6 @@ def _system_scores(lookup: dict[str, tuple[float | None, Any]], keys: list[list[
                 resampled_corpus_scores(stats, counts, corpus_score))
     matrix = np.array([[lookup[k][0] for k in row] for row in keys], dtype=np.float64)
     return system_scores(matrix), resampled_system_scores(matrix, counts)
-
-
-class _Official:
-    """The version's official scores (:mod:`assay.jobs.official_scores`), read on first use."""
-
-    def __init__(self, settings: Settings, store_path: str, info: dict[str, Any]) -> None:
-        self.settings, self.store_path, self.info = settings, store_path, info
-        self._scores: OfficialScores | None = None
-
-    @property
-    def scores(self) -> OfficialScores:
-        if self._scores is None:
-            self._scores = OfficialScores.of(self.settings, self.store_path)
-        return self._scores
-
-    def segment_scores(self, signature: str, groups: dict[tuple[str, str], list[int]], seg: dict[str, list[Any]]
-                       ) -> FloatArray | None:
-        """The submitted segment score of every segments row; None unless the signature is one of
-        the version's own submissions with segment scores."""
-        variant = own_variant(self.info, signature)
-        if variant is None:
-            return None
-        scores = np.full(len(seg["system"]), np.nan)
-        for (group, _), index in groups.items():
-            found = self.scores.lookup(group, variant, "seg", [seg["system"][i] for i in index],
-                                       [seg["segment_id"][i] for i in index])
-            if found is None:
-                return None
-            scores[index] = found
-        return scores
-
-    def system_scores(self, signature: str, group: str, systems: list[str]) -> FloatArray | None:
-        """The submitted system scores of ``systems``; None unless the signature is one of the
-        version's own submissions and scored every one of them."""
-        variant = own_variant(self.info, signature)
-        found = None if variant is None else self.scores.lookup(group, variant, "sys", systems, [""] * len(systems))
-        return None if found is None or np.isnan(found).any() else found
 
 
 # --- ranks, significance and clusters -------------------------------------------------------------

@@ -21,7 +21,9 @@ import numpy as np
 import numpy.typing as npt
 
 from assay.config import Settings
+from assay.jobs.official_scores import VersionOfficialScores
 from assay.results import segment_scores
+from assay.results.external_scores import is_external
 from assay.results.segment_scores import ScoredMetric
 from assay.stats.bootstrap import percentile_interval, resample_indices
 from assay.stats.resampled import resample_counts
@@ -191,3 +193,31 @@ def group_means(cells: list[Cell], *, min_groups: int = 2) -> list[Cell]:
             degenerate=("degenerate in " + "; ".join(f"{c.group} ({c.degenerate})" for c in degenerate)
                         if degenerate else None)))
     return means
+
+
+def candidate_segment_scores(settings: Settings, scored: ScoredMetric, official: VersionOfficialScores,
+                             seg: dict[str, list[Any]], keys: Sequence[str], needed: Sequence[int] | None = None
+                             ) -> FloatArray | str | None:
+    """The score ``scored`` gave each judgment row of ``seg`` (columns ``group``, ``system``,
+    ``segment_id``; ``keys`` their segment keys), from its one source: an official submission of
+    the version reads its submitted scores per (system, segment) (:mod:`assay.jobs.official_scores`:
+    the segment-score store keys by content and cannot hold two systems' different scores for one
+    output); every other metric reads the segment-score store by key.
+
+    Only the ``needed`` rows (all by default) are looked up; the others are NaN, as is an undefined
+    score. Returns a reason (``"<signature> (N segments unscored)"``) when the store lacks some
+    needed segments, and None when the candidate is not evaluated here at all (another version's
+    submission, one without segment scores, or a metric with no score on these segments)."""
+    if is_external(scored.signature):
+        return official.segment_scores(scored.signature, seg["group"], seg["system"], seg["segment_id"], needed)
+    index = range(len(keys)) if needed is None else needed
+    wanted = {keys[i] for i in index}
+    lookup = score_lookup(settings, scored, wanted)
+    if not wanted <= lookup.keys():
+        return f"{scored.signature} ({len(wanted - lookup.keys())} segments unscored)" if lookup else None
+    scores = np.full(len(keys), np.nan)
+    for i in index:
+        value = lookup[keys[i]][0]
+        if value is not None:
+            scores[i] = value
+    return scores

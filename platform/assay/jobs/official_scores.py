@@ -107,3 +107,46 @@ class OfficialScores:
         out = np.full(len(systems), np.nan)
         out[known] = full[rows[known], columns[known]]
         return out
+
+
+class VersionOfficialScores:
+    """The official scores of one version, by signature, read on first use (most evaluations have
+    no official submission and never read the table)."""
+
+    def __init__(self, settings: Settings, store_path: str, info: Mapping[str, Any]) -> None:
+        self.settings, self.store_path, self.info = settings, store_path, info
+        self._scores: OfficialScores | None = None
+
+    @property
+    def scores(self) -> OfficialScores:
+        if self._scores is None:
+            self._scores = OfficialScores.of(self.settings, self.store_path)
+        return self._scores
+
+    def segment_scores(self, signature: str, groups: Sequence[str], systems: Sequence[str],
+                       segment_ids: Sequence[str], needed: Sequence[int] | None = None) -> FloatArray | None:
+        """The submitted score of each (group, system, segment) row (NaN where the submitter gave
+        none, and for rows not ``needed``); None unless ``signature`` is one of the version's own
+        submissions with segment scores in every needed row's group."""
+        variant = own_variant(self.info, signature)
+        if variant is None:
+            return None
+        index = range(len(systems)) if needed is None else needed
+        by_group: dict[str, list[int]] = {}
+        for i in index:
+            by_group.setdefault(groups[i], []).append(i)
+        scores = np.full(len(systems), np.nan)
+        for group, rows in by_group.items():
+            found = self.scores.lookup(group, variant, "seg", [systems[i] for i in rows],
+                                       [segment_ids[i] for i in rows])
+            if found is None:
+                return None
+            scores[rows] = found
+        return scores
+
+    def system_scores(self, signature: str, group: str, systems: Sequence[str]) -> FloatArray | None:
+        """The submitted system scores of ``systems``; None unless the signature is one of the
+        version's own submissions and scored every one of them."""
+        variant = own_variant(self.info, signature)
+        found = None if variant is None else self.scores.lookup(group, variant, "sys", systems, [""] * len(systems))
+        return None if found is None or np.isnan(found).any() else found

@@ -52,16 +52,15 @@ from assay.jobs.evaluation_cells import (
     Cell,
     FloatArray,
     Resamples,
+    candidate_segment_scores,
     degenerate_reason,
     group_means,
     item_set_digest,
-    score_lookup,
     widest_spread,
 )
 from assay.jobs.judgments import JudgmentFilter
-from assay.jobs.official_scores import OfficialScores, own_variant
+from assay.jobs.official_scores import VersionOfficialScores
 from assay.results import segment_scores
-from assay.results.external_scores import is_external
 from assay.results.segment_scores import ScoredMetric
 from assay.stats.grouped_acc import per_group_pairwise, resampled_grouped_mean
 from assay.stats.pairwise import tie_calibration
@@ -116,32 +115,17 @@ def wmt24_cells(settings: Settings, store_path: str, candidates: Sequence[Scored
             for s, r, c in zip(seg["source"], seg["references"], seg["candidate"], strict=True)]
     human = human_array(seg)
     grids = _grids(seg, human)
-    key_set = {keys[i] for grid in grids.values() for i in grid.rows.ravel()}
+    needed = sorted({int(i) for grid in grids.values() for i in grid.rows.ravel()})
     skipped: list[str] = []
     matrices: dict[tuple[str, str], list[tuple[ScoredMetric, FloatArray]]] = {slot: [] for slot in grids}
-    official: OfficialScores | None = None
+    official = VersionOfficialScores(settings, store_path, info or {})
     for scored in candidates:
         if scored.has_sufficient_statistics:
             continue  # corpus-level (BLEU): its segment scores are another metric's (sentbleu)
-        variant = own_variant(info or {}, scored.signature)
-        if variant is None and is_external(scored.signature):
-            continue  # another version's submission
-        if variant is None:
-            lookup = score_lookup(settings, scored, key_set)
-            if not key_set <= lookup.keys():
-                if lookup:
-                    skipped.append(f"{scored.signature} ({len(key_set - lookup.keys())} segments unscored)")
-                continue
-            values = np.array([np.nan if lookup[k][0] is None else lookup[k][0] for k in keys], dtype=np.float64)
-        else:
-            official = official or OfficialScores.of(settings, store_path)
-            values = np.full(len(keys), np.nan)
-            for group in {g for g, _ in grids}:
-                index = [i for i, g in enumerate(seg["group"]) if g == group]
-                submitted = official.lookup(group, variant, "seg", [seg["system"][i] for i in index],
-                                            [seg["segment_id"][i] for i in index])
-                if submitted is not None:
-                    values[index] = submitted
+        values = candidate_segment_scores(settings, scored, official, seg, keys, needed)
+        if values is None or isinstance(values, str):
+            skipped += [values] if values else []
+            continue
         for (group, aspect), grid in grids.items():
             metric = values[grid.rows]
             if np.isnan(metric).any():
