@@ -64,7 +64,7 @@ def run_command(data_dir: Path | None, report_dir: Path | None, no_system_level:
                     continue
                 click.echo(f"\nleaderboard {entry['dataset']}  level {level}  {statistic}  group {groups[0]}  "
                            f"aspect {aspect}")
-                print_rows(rows, ["rank", "cluster", "metric", "value", "ci", "n"])
+                print_rows(rows, ["rank", "cluster", "metric", "value", "ci", "n", "unit"])
     if summary.get("report"):
         click.echo(f"\nreport: {summary['report']}")
 

@@ -157,7 +157,7 @@ def print_result(result: dict[str, Any]) -> None:
     point = ["alpha"] if result["experiment"] == "drift" else ["split_by", "share"]
     rows = sorted(result["rows"], key=lambda r: (r["statistic"], r["aspect"], *(str(r[p]) for p in point),
                                                 r["kind"], r["variant"]))
-    print_rows(rows, ["statistic", "aspect", *point, "variant", "value", "ci", "n", "n_train", "checkpoint"])
+    print_rows(rows, ["statistic", "aspect", *point, "variant", "value", "ci", "n", "unit", "n_train", "checkpoint"])
 
 
 def register(cli: click.Group) -> None:

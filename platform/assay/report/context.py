@@ -15,6 +15,7 @@ from assay.report.collect import CorrelationRow, VersionInfo
 from assay.report.footnotes import Footnotes
 from assay.report.palette import MetricPalette
 from assay.report.svg import esc
+from assay.results.correlations import counted
 
 STATISTIC_NAMES = {
     "pearson": "Pearson r", "spearman": "Spearman ρ", "kendall": "Kendall τ-b", "kendall_c": "Kendall τ-c",
@@ -82,7 +83,7 @@ class ReportContext:
               if row.ci_low is not None and row.ci_high is not None else "")
         rank = f" · rank {row.rank}, cluster {row.cluster}" if row.rank is not None else ""
         return (f"{self.palette.label(row.signature)} · {statistic_name(row.statistic)} = {signed(row.value)}{ci}\n"
-                f"{row.group} ({row.aspect}) · n = {row.n:,}{' ' + row.unit if row.unit else ''}{rank}\n"
+                f"{row.group} ({row.aspect}) · n = {counted(row.n, row.unit)}{rank}\n"
                 + (f"calibrated tie threshold epsilon = {row.epsilon:.6g}\n" if row.epsilon is not None else "")
                 + (f"degenerate, not ranked: {row.degenerate}\n" if row.degenerate else "") +
                 f"signature: {row.signature}\n"

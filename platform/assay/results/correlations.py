@@ -64,3 +64,9 @@ write = PARTS.write
 files = PARTS.files
 read_run = PARTS.read_run
 sql_source = PARTS.sql_source
+
+
+def counted(n: int, unit: str | None) -> str:
+    """``n`` as every output shows it, with what it counts: ``1,234 segments`` (a part written
+    before units were stored has none, and shows the bare number)."""
+    return f"{n:,} {unit}" if unit else f"{n:,}"

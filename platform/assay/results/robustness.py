@@ -58,6 +58,7 @@ SCHEMA = pa.schema([
     pa.field("ci_low", pa.float64()),
     pa.field("ci_high", pa.float64()),
     pa.field("n", pa.int64(), nullable=False),
+    pa.field("unit", pa.string()),  # what n counts (segments, items, systems); null in parts written before
     pa.field("seed", pa.int64(), nullable=False),
     pa.field("n_resamples", pa.int64(), nullable=False),
     pa.field("evaluate_run_id", pa.string(), nullable=False),

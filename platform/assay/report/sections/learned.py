@@ -31,6 +31,7 @@ from assay.report.palette import DARKER, TABLEAU10
 from assay.report.sections import Section, empty, figure
 from assay.report.svg import esc
 from assay.results import robustness as robustness_results
+from assay.results.correlations import counted
 from assay.training import robustness as rb
 
 SECTION_ID = "sec-learned"
@@ -134,7 +135,7 @@ def _tooltip(r: dict[str, Any], x_name: str) -> str:
     ci = (f", 95% CI [{signed(r['ci_low'])}, {signed(r['ci_high'])}]"
           if r["ci_low"] is not None and r["ci_high"] is not None else "")
     lines = [f"{r['variant']} · {x_name} · {statistic_name(r['statistic'])} = {signed(r['value'])}{ci}",
-             f"{r['aspect']} ({r['group']}) · n = {r['n']:,} · test {r['test_dataset']} "
+             f"{r['aspect']} ({r['group']}) · n = {counted(r['n'], r.get('unit'))} · test {r['test_dataset']} "
              f"(sha256 {r['test_digest'][:16]}…)"]
     if r["checkpoint"]:
         trained = f"trained on {r['train_dataset']} ({r['n_train']:,} pairs)" if r["train_dataset"] else \

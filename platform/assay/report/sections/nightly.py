@@ -31,6 +31,7 @@ from assay.report.palette import DARKER, TABLEAU10
 from assay.report.sections import Section, figure
 from assay.report.svg import esc
 from assay.results import correlations
+from assay.results.correlations import counted
 
 SECTION_ID = "sec-nightly"
 TITLE = "Nightly: correlation over time"
@@ -114,7 +115,8 @@ def _tooltip(p: dict[str, Any]) -> str:
     ci = (f", 95% CI [{signed(p['ci_low'])}, {signed(p['ci_high'])}]"
           if p["ci_low"] is not None and p["ci_high"] is not None else "")
     return (f"{p['lineage_text']} · {statistic_name(p['statistic'])} = {signed(p['value'])}{ci}\n"
-            f"{p['group']} ({p['aspect']}) · n = {p['n']:,} · evaluated {_when(p['finished_at'])}\n"
+            f"{p['group']} ({p['aspect']}) · n = {counted(p['n'], p.get('unit'))} · "
+            f"evaluated {_when(p['finished_at'])}\n"
             f"dataset: {p['label']} (sha256 {p['version_digest'][:16]}…) · suite {p['suite']}\n"
             f"signature: {p['signature']}\nrun: {p['run_id']}")
 

@@ -82,7 +82,7 @@ def point_rows(point: dict[str, Any], scored: Sequence[Scored], evaluation: dict
                 "n_train": s.n_train, "checkpoint": s.checkpoint, "checkpoint_digest": s.checkpoint_digest,
                 "trained_run_id": s.trained_run_id, "metric": s.metric, "signature": s.signature,
                 "statistic": row["statistic"], "group": row["group"], "value": row["value"],
-                "ci_low": row["ci_low"], "ci_high": row["ci_high"], "n": row["n"],
+                "ci_low": row["ci_low"], "ci_high": row["ci_high"], "n": row["n"], "unit": row.get("unit"),
                 "evaluate_run_id": evaluation["run_id"],
             })
     return out
