@@ -13,33 +13,42 @@ def emit_json(payload: Any) -> None:
     click.echo(json.dumps(payload, indent=2, ensure_ascii=False, default=str))
 
 
-#: columns whose cells may wrap when a table is wider than the terminal (every other column keeps its cells whole)
-WRAPPED_COLUMNS = frozenset({"signature", "protocol_signature", "description", "reason", "note", "path", "source_path"})
-
-
 def print_rows(rows: list[dict[str, Any]], columns: list[str]) -> None:
-    """Result rows as a table of ``columns`` (``ci`` shows ``[ci_low, ci_high]``)."""
+    """Result rows as a table of ``columns``: ``ci`` shows ``[ci_low, ci_high]``; ``n`` with a
+    ``unit`` column shows them together (``5,520 segments``, :func:`assay.results.correlations.counted`);
+    a ``signature`` column shows a short reference (``s1``) whose signature is printed in full under
+    the table, so a long signature neither squeezes the other columns nor is cut."""
     from rich.console import Console
     from rich.table import Table
 
+    from assay.results.correlations import counted
+
+    shown = [c for c in columns if not (c == "unit" and "n" in columns)]
+    signatures: dict[str, str] = {}
     table = Table()
-    for column in columns:
-        # short identity columns never wrap; the long free-text ones (a signature) take the squeeze
-        table.add_column(column, justify="right" if column in ("value", "rank", "cluster", "n") else "left",
-                         no_wrap=column not in WRAPPED_COLUMNS, overflow="fold")
+    for column in shown:
+        table.add_column("sig" if column == "signature" else column,
+                         justify="right" if column in ("value", "rank", "cluster", "n") else "left")
     for row in rows:
         cells = []
-        for column in columns:
+        for column in shown:
             if column == "ci":
                 low, high = row.get("ci_low"), row.get("ci_high")
                 cells.append("" if low is None else f"[{low:.3f}, {high:.3f}]")
             elif column == "value":
                 cells.append("" if row["value"] is None else f"{row['value']:.4f}")
+            elif column == "n" and "unit" in columns and row.get("n") is not None:
+                cells.append(counted(int(row["n"]), row.get("unit")))
+            elif column == "signature" and row.get("signature"):
+                cells.append(signatures.setdefault(str(row["signature"]), f"s{len(signatures) + 1}"))
             else:
                 value = row.get(column)
                 cells.append("" if value is None else str(value))
         table.add_row(*cells)
-    Console(width=max(120, Console().width)).print(table)
+    console = Console(width=max(120, Console().width))
+    console.print(table)
+    for signature, reference in signatures.items():
+        console.print(f"{reference}  {signature}", markup=False, highlight=False, soft_wrap=True)
 
 
 def version_summary(version: Any) -> dict[str, Any]:
