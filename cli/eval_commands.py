@@ -62,10 +62,7 @@ def evaluate_command(dataset: str, level: str, metrics: tuple[str, ...], statist
     click.echo(f"{result['dataset']} level {result['level']} ({result['protocol']}), run {result['run_id']}")
     click.echo(f"  protocol signature: {result['protocol_signature']}")
     rows = result["rows"]
-    columns = ["group", "aspect", "statistic", "rank", "cluster", "metric", "value", "ci", "n", "unit"]
-    if result["level"] in ("wmt23", "wmt24"):
-        columns.insert(0, "level")
-    print_rows(_shown(rows), _with_optional(columns, rows))
+    _print_by_slot(rows)
     _degenerate_notes(rows)
     for note in result["skipped"]:
         click.echo(f"  skipped (incomplete scores): {note}")
@@ -119,6 +116,17 @@ def leaderboard_command(dataset: str, level: str | None, statistic: str | None, 
             columns.insert(3, "checkpoint")
         print_rows(_shown(rows), _with_optional(columns, rows))
         _degenerate_notes(rows)
+
+
+def _print_by_slot(rows: list[dict[str, Any]]) -> None:
+    """Evaluation rows as one table per (level, group, aspect, statistic), in the rows' order, each
+    under a heading line: ranks and clusters are within a slot, so a slot is what a table compares."""
+    slots: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        slots.setdefault((str(row.get("level") or ""), row["group"], row["aspect"], row["statistic"]), []).append(row)
+    for (level, group, aspect, statistic), slot in slots.items():
+        click.echo(f"\n{level + '  ' if level else ''}{statistic}  group {group}  aspect {aspect}")
+        print_rows(_shown(slot), _with_optional(["rank", "cluster", "metric", "value", "ci", "n", "unit"], slot))
 
 
 def _shown(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -184,8 +192,7 @@ def rerun_command(run_id: str, as_json: bool) -> None:
         if key in result:
             click.echo(f"  {key}: {result[key]}")
     if result["kind"] == "evaluate":
-        print_rows(_shown(result["rows"]), ["group", "aspect", "statistic", "rank", "cluster", "metric", "value", "ci",
-                                            "n", "unit"])
+        _print_by_slot(result["rows"])
 
 
 @click.command("select")
