@@ -13,9 +13,10 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from fresh_home import fresh_home
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -25,15 +26,8 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     args = parser.parse_args()
 
-    with tempfile.TemporaryDirectory(prefix="assay-bench-") as home:
-        os.environ["ASSAY_HOME"] = home
-        os.environ.pop("ASSAY_CATALOG_URL", None)
-        from assay.catalog.engine import get_engine
+    with fresh_home() as catalog_s:  # the catalog is created first and counted separately
         from assay.jobs.ingest import discover, ingest_versions
-
-        t0 = time.perf_counter()
-        get_engine()  # create and migrate the embedded catalog (counted separately)
-        catalog_s = time.perf_counter() - t0
 
         paths = discover(args.data)
         first: dict[str, dict[str, object]] = {}

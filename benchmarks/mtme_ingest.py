@@ -14,9 +14,10 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from fresh_home import fresh_home
 
 REPO = Path(__file__).resolve().parent.parent
 FIRST_TARGET_S = 15.0
@@ -28,17 +29,10 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "mtme-wmt23" / "wmt23")
     args = parser.parse_args()
 
-    with tempfile.TemporaryDirectory(prefix="assay-bench-") as home:
-        os.environ["ASSAY_HOME"] = home
-        os.environ.pop("ASSAY_CATALOG_URL", None)
-        from assay.catalog.engine import get_engine
+    with fresh_home() as catalog_s:  # the catalog is created first and counted separately
         from assay.config import load_settings
         from assay.jobs.ingest import ingest_versions
         from assay.results.segment_scores import row_count
-
-        t0 = time.perf_counter()
-        get_engine()  # create and migrate the embedded catalog (counted separately)
-        catalog_s = time.perf_counter() - t0
 
         start = time.perf_counter()
         first = ingest_versions(args.data)
