@@ -73,3 +73,27 @@ def test_scores_joins_each_stored_score_to_the_judgments_it_scored(shared_data: 
                                    "--json"], catch_exceptions=False).output
     assert json.loads(out) == sorted([{"signature": chrf["signature"], "n": 6877},
                                       {"signature": sentbleu["signature"], "n": 6877}], key=lambda r: r["signature"])
+
+
+def test_an_official_submission_shows_the_score_its_submitters_gave_each_system(shared_data: Path) -> None:
+    """Where a submission scored two systems' identical outputs differently (document context;
+    MetricX-23-QE does on 825 WMT23 en-de segment keys), the store holds their mean under the one
+    key, but the view shows each system's own score, as mt-metrics-eval's ``.seg.score`` file gives it
+    (the version's ``metric_scores`` rows, read here straight from the file)."""
+    from assay.jobs.ingest import ingest_versions
+
+    ingest_versions(shared_data / "mtme-wmt23" / "wmt23")
+    folder = shared_data / "mtme-wmt23" / "wmt23" / "metric-scores" / "en-de"
+    submitted: dict[tuple[str, str], float] = {}
+    for line in (folder / "MetricX-23-QE-src.seg.score").read_text(encoding="utf-8").splitlines():
+        system, score = line.split("\t")
+        index = sum(1 for (s, _) in submitted if s == system)  # line-aligned: MTME's 0-based segment ids
+        submitted[(system, str(index))] = float(score)
+    _, rows = run_user_query("SELECT system, segment_id, score FROM scores WHERE dataset = 'mtme-wmt23-en-de' "
+                             "AND signature LIKE 'MetricX-23-QE|official:wmt23|ref:src|%' AND aspect = 'mqm'")
+    assert len(rows) == 13 * 460  # every MQM-rated output of the 12 MT systems and refA (PROVENANCE.md)
+    assert all(score == submitted[(system, segment)] for system, segment, score in rows)
+    _, shared = run_user_query(
+        "SELECT count(*) FROM (SELECT key FROM scores WHERE dataset = 'mtme-wmt23-en-de' AND aspect = 'mqm' "
+        "AND signature LIKE 'MetricX-23-QE|official:wmt23|ref:src|%' GROUP BY key HAVING count(DISTINCT score) > 1)")
+    assert shared[0][0] > 0  # the case the store alone could not show

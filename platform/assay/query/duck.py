@@ -35,6 +35,7 @@ from assay.datasets.schema import OPTIONAL_TABLES, TABLES
 from assay.errors import UsageError
 from assay.query.literals import sql_literal
 from assay.results import segment_scores
+from assay.results.external_scores import OFFICIAL
 
 READING_STATEMENTS = {"SELECT", "EXPLAIN"}
 
@@ -88,22 +89,38 @@ def register_functions(con: duckdb.DuckDBPyConnection) -> None:
                         type=PythonUDFType.ARROW, null_handling=FunctionNullHandling.SPECIAL, side_effects=False)
 
 
-def scores_view(settings: Settings, judgments: str = "segments") -> str:
+def scores_view(settings: Settings, judgments: str = "segments", official: str | None = None) -> str:
     """The ``scores`` view's query: every stored segment score joined with every judgment row of
     ``judgments`` (a view of segment judgments) whose segment key it was stored under; one row per
     (signature, judgment row). A key stored twice under one signature (two concurrent runs;
-    identical scores) counts once, the earlier row."""
+    identical scores) counts once, the earlier row.
+
+    An official submission's score is the one its submitters gave that system's segment, read from
+    ``official`` (the versions' ``metric_scores``, :mod:`assay.jobs.official_scores`): the store holds
+    one score per segment content, the mean where a submission scored two systems' identical
+    outputs differently."""
     source = segment_scores.sql_source(settings)
     stored = (f"SELECT metric, signature, key, score, extra, run_id FROM {source} "
               "QUALIFY row_number() OVER (PARTITION BY metric, signature, key ORDER BY created_at, run_id) = 1"
               if source is not None else
               "SELECT NULL::VARCHAR AS metric, NULL::VARCHAR AS signature, NULL::VARCHAR AS key, "
               "NULL::DOUBLE AS score, NULL::MAP(VARCHAR, DOUBLE) AS extra, NULL::VARCHAR AS run_id WHERE false")
+    score, submitted = "s.score", ""
+    if official is not None:
+        score = "CASE WHEN o.metric IS NOT NULL THEN o.score ELSE s.score END"
+        submitted = (
+            f' LEFT JOIN (SELECT * FROM "{official}" WHERE level = \'seg\') AS o '
+            'ON o.dataset = j.dataset AND o.version_digest = j.version_digest AND o."group" = j."group" '
+            "AND o.system = j.system AND o.segment_id = j.segment_id AND o.metric = s.metric "
+            f"AND s.signature LIKE '%|{OFFICIAL}:%' "
+            "AND o.reference = regexp_extract(s.signature, '\\|ref:([^|]+)', 1)"
+        )
     return (
         'SELECT s.metric, s.signature, j.dataset, j.version_digest, j."group", j.aspect, j.item_id, j.segment_id, '
-        "j.system, j.is_human, s.score, s.extra, j.human_z, j.human_raw, j.rating_count, j.ratings, key, s.run_id "
+        f"j.system, j.is_human, {score} AS score, s.extra, j.human_z, j.human_raw, j.rating_count, j.ratings, key, "
+        "s.run_id "
         f'FROM (SELECT *, {SEGMENT_KEY_FUNCTION}(source, "references", candidate) AS key FROM "{judgments}") AS j '
-        f"JOIN ({stored}) AS s USING (key)"
+        f"JOIN ({stored}) AS s USING (key){submitted}"
     )
 
 
@@ -153,7 +170,7 @@ def run_user_query(
         if parts and table not in views:
             union[table] = " UNION ALL BY NAME ".join(parts)
     if "segments" in union and SCORES_VIEW not in views:  # a dataset named like a view keeps its name
-        union[SCORES_VIEW] = scores_view(settings)
+        union[SCORES_VIEW] = scores_view(settings, official="metric_scores" if "metric_scores" in union else None)
     with readonly_connection(views, union) as con:
         try:
             result = con.execute(query)
