@@ -12,6 +12,7 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -92,6 +93,26 @@ def shared_data() -> Path:
             pytest.fail(f"shared data not found at {SHARED_DATA}")
         pytest.skip(f"shared data not found at {SHARED_DATA}")
     return SHARED_DATA
+
+
+@contextmanager
+def assay_home_at(home: Path) -> Iterator[Path]:
+    """``ASSAY_HOME`` pointed at ``home`` while a module- or session-scoped fixture builds it (the
+    autouse :func:`isolated_assay_home` is per test and cannot serve one); the catalog engines are
+    reset on entry and exit and the previous value is restored."""
+    from assay.catalog.engine import reset_engines
+
+    before = os.environ.get("ASSAY_HOME")
+    os.environ["ASSAY_HOME"] = str(home)
+    reset_engines()
+    try:
+        yield home
+    finally:
+        reset_engines()
+        if before is None:
+            os.environ.pop("ASSAY_HOME", None)
+        else:
+            os.environ["ASSAY_HOME"] = before
 
 
 @pytest.fixture(autouse=True)

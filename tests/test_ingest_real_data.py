@@ -6,7 +6,6 @@ so each discovered path is ingested with ``ingest_versions``."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,20 +17,15 @@ from assay.catalog.engine import reset_engines, session_scope
 from assay.config import load_settings
 from assay.jobs.ingest import IngestResult, discover, ingest_versions
 from assay.query.duck import run_user_query
+from tests.conftest import assay_home_at
 
 Ingested = dict[str, list[IngestResult]]
 
 
 @pytest.fixture(scope="module")
 def real_home(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Ingested]]:
-    home = tmp_path_factory.mktemp("real_home")
-    previous = os.environ.get("ASSAY_HOME")
-    os.environ["ASSAY_HOME"] = str(home)
-    reset_engines()
-    results = {path.name: ingest_versions(path) for path in discover(shared_data)}
-    reset_engines()
-    if previous is not None:
-        os.environ["ASSAY_HOME"] = previous
+    with assay_home_at(tmp_path_factory.mktemp("real_home")) as home:
+        results = {path.name: ingest_versions(path) for path in discover(shared_data)}
     yield home, results
 
 

@@ -22,6 +22,7 @@ from assay.jobs.scoring import score_dataset
 from assay.metrics.registry import MetricSpec
 from assay.stats.pairwise import tie_calibration
 from assay.stats.spa import spa
+from tests.conftest import assay_home_at
 
 PAIR = "en-hi"  # the smallest wave-2 pair: 11 systems, one of them the reference refA
 
@@ -59,25 +60,10 @@ def _organisers_matrices(esa: Path) -> tuple[list[str], np.ndarray, np.ndarray]:
 
 @pytest.fixture(scope="module")
 def esa_rows(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
-    import os
-
-    from assay.catalog.engine import reset_engines
-
-    home = tmp_path_factory.mktemp("esa_wmt24")
-    previous = os.environ.get("ASSAY_HOME")
-    os.environ["ASSAY_HOME"] = str(home)
-    reset_engines()
-    try:
+    with assay_home_at(tmp_path_factory.mktemp("esa_wmt24")):
         [result] = ingest_versions(shared_data / "esa-wmt24", options={"language_pair": PAIR})
         score_dataset(result.version.name, MetricSpec("chrf"))
-        rows = evaluate(result.version.name, protocol="wmt24", n_resamples=50)["rows"]
-    finally:
-        reset_engines()
-        if previous is None:
-            os.environ.pop("ASSAY_HOME", None)
-        else:
-            os.environ["ASSAY_HOME"] = previous
-    return rows
+        return evaluate(result.version.name, protocol="wmt24", n_resamples=50)["rows"]
 
 
 def test_wmt24_on_esa_equals_the_kernels_on_the_organisers_matrices(shared_data: Path,

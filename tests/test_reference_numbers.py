@@ -8,7 +8,6 @@ Expected values are copied from ../shared/design/REFERENCE_NUMBERS.md ("independ
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from assay.jobs.evaluation import evaluate
 from assay.jobs.ingest import ingest_path
 from assay.jobs.scoring import finish_scoring, plan_scoring, score_shard
 from assay.metrics.registry import MetricSpec
+from tests.conftest import assay_home_at
 
 # REFERENCE_NUMBERS.md, "sentBLEU, independent (sacrebleu sentence_bleu defaults) tau/r"
 SENTBLEU_WMT17 = {
@@ -46,21 +46,13 @@ def _score(dataset: str, metric: str, scope: str, **params: object) -> dict:
 
 @pytest.fixture(scope="module")
 def wmt_home(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    home = tmp_path_factory.mktemp("wmt_home")
-    previous = os.environ.get("ASSAY_HOME")
-    os.environ["ASSAY_HOME"] = str(home)
-    reset_engines()
-    try:
+    with assay_home_at(tmp_path_factory.mktemp("wmt_home")) as home:
         ingest_path(shared_data / "wmt17-da")
         ingest_path(shared_data / "wmt18-da")
         _score("wmt17", "sentbleu", "judged")
         _score("wmt17", "bertscore", "judged", layer=4)
         _score("wmt17", "bleu", "outputs")
         _score("wmt18", "bleu", "outputs")
-    finally:
-        reset_engines()
-        if previous is not None:
-            os.environ["ASSAY_HOME"] = previous
     yield home
 
 

@@ -8,7 +8,6 @@ globalSegId 13) and its JSON against :mod:`tests.mqm.test_error_analysis_wmt23`'
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ from assay.catalog.engine import reset_engines
 from assay.cli.main import cli
 from assay.config import load_settings
 from assay.results import error_analysis
+from tests.conftest import assay_home_at
 from tests.mqm.conftest import WMT23
 from tests.mqm.test_mqm_evaluation import ingest_and_score
 
@@ -29,14 +29,8 @@ REFERENCE_13 = "Vier Teenager aus New Jersey wurden im Zusammenhang mit einem An
 @pytest.fixture(scope="module")
 def scored_home(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
     """One ASSAY_HOME for the module: the release ingested and scored with chrF once."""
-    home = tmp_path_factory.mktemp("errors_home")
-    previous = os.environ.get("ASSAY_HOME")
-    os.environ["ASSAY_HOME"] = str(home)
-    reset_engines()
-    name = ingest_and_score(shared_data, WMT23, ("chrf",))
-    reset_engines()
-    if previous is not None:
-        os.environ["ASSAY_HOME"] = previous
+    with assay_home_at(tmp_path_factory.mktemp("errors_home")) as home:
+        name = ingest_and_score(shared_data, WMT23, ("chrf",))
     yield home, name
 
 

@@ -13,7 +13,6 @@ likelihoods, label mapping) against direct computations with the same models.
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from transformers import (
 )
 
 from assay.catalog.engine import reset_engines
+from tests.conftest import assay_home_at
 from tests.torch_support import WORDS, one_torch_thread  # noqa: F401  (an autouse fixture)
 
 WMT = ("wmt16-da-seg", "wmt17-da", "wmt18-da")
@@ -39,19 +39,9 @@ VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]
 def wmt_template(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Path:
     from assay.jobs.ingest import ingest_path
 
-    home = tmp_path_factory.mktemp("synthetic-wmt-home")
-    before = os.environ.get("ASSAY_HOME")
-    os.environ["ASSAY_HOME"] = str(home)
-    reset_engines()
-    try:
+    with assay_home_at(tmp_path_factory.mktemp("synthetic-wmt-home")) as home:
         for folder in WMT:
             ingest_path(shared_data / folder)
-    finally:
-        if before is None:
-            os.environ.pop("ASSAY_HOME", None)
-        else:
-            os.environ["ASSAY_HOME"] = before
-        reset_engines()
     return home
 
 
