@@ -47,6 +47,7 @@ import pyarrow.compute as pc
 
 from assay.config import Settings
 from assay.datasets.human import human_array
+from assay.datasets.rater_scores import score_kind
 from assay.errors import UsageError
 from assay.jobs.evaluation_cells import (
     Cell,
@@ -85,11 +86,6 @@ def signature(n_permutations: int, permutation_seed: int) -> str:
             f"|avg:mean({SPA},{ACC_T})|gold:{'/'.join(GOLD_KINDS)}")
 
 
-def gold_kind(aspect: str) -> str:
-    """The kind of human score an aspect holds: ``mqm:mtme`` -> ``mqm``."""
-    return aspect.split(":", 1)[0]
-
-
 def wmt24_cells(settings: Settings, store_path: str, candidates: Sequence[ScoredMetric], resamples: Resamples,
                 rows: JudgmentFilter, *, n_permutations: int = DEFAULT_PERMUTATIONS,
                 seed: int = DEFAULT_PERMUTATION_SEED, dataset: str = "this version",
@@ -102,7 +98,7 @@ def wmt24_cells(settings: Settings, store_path: str, candidates: Sequence[Scored
     (:mod:`assay.jobs.official_scores`); another version's is not."""
     segments = rows.table(settings, store_path, "segments")
     aspects = sorted(set(segments.column("aspect").to_pylist())) if segments.num_rows else []
-    gold = [a for a in aspects if gold_kind(a) in GOLD_KINDS]
+    gold = [a for a in aspects if score_kind(a) in GOLD_KINDS]
     if not gold:
         found = f"its judgments are {', '.join(aspects)}" if aspects else "it has no segment-level judgments"
         raise UsageError(f"--protocol wmt24 ranks metrics against MQM or ESA segment scores (WMT24's human "
