@@ -162,7 +162,7 @@ def main() -> int:
     from assay.jobs.evaluation import evaluate
     from assay.training.recipes import BleurtRecipe
     from assay.workers.device import pick_device
-    from assay.workers.recipe import InProcessStages, run_recipe
+    from assay.workers.training.recipe_runs import RecipeStages, run_recipe
 
     settings = load_settings()
     device = str(pick_device(None if args.device == "auto" else args.device))
@@ -196,7 +196,7 @@ def main() -> int:
         if args.out:
             args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         return 0
-    stages = InProcessStages(settings)
+    stages = RecipeStages(settings)
     signatures: dict[str, str] = {}
     checkpoints: dict[str, str] = {}
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
@@ -249,7 +249,7 @@ def _drift(settings: Any, alphas: list[float], checkpoints: dict[str, str], reci
     sample, evaluate on the opposite-skew test sample; the drop relative to α = 0 per variant."""
     from assay.metrics.registry import MetricSpec
     from assay.training.robustness import Variant, read_results
-    from assay.workers.robustness_jobs import prepare_drift, run_experiment
+    from assay.workers.training.robustness_runs import prepare_drift, run_experiment
 
     pretrained = args.pretrained or f"recipe-b-pretrain-s{args.seed}"
     log(f"quality drift at alpha {alphas}")

@@ -49,7 +49,7 @@ def _log(message: str) -> None:
 
 def _checkpoint(settings: Any, folder: Path, seed: int, name: str) -> str:
     from assay.workers.checkpoint import create_from_encoder
-    from assay.workers.checkpoint_registry import register_folder
+    from assay.workers.checkpoint_registration import register_folder
 
     create_from_encoder(None, folder, seed=seed)
     return register_folder(settings, folder, name=name).digest

@@ -1,7 +1,7 @@
 """A sweep with median pruning against the same trials run to completion, and against the recipe's
 default fine-tuning settings at the same budget; prints JSON.
 
-The sweep (``assay sweep``'s own code, :func:`assay.workers.sweep.run_sweep`, trials in this
+The sweep (``assay sweep``'s own code, :func:`assay.workers.training.sweep_trials.run_sweep`, trials in this
 process) fine-tunes ``--init`` (default: the embedded all-MiniLM-L6-v2; the recipe's pre-trained
 checkpoint is the interesting one) on WMT16 to-English for ``--epochs`` with a validation every
 ``--eval-every`` steps, searching the learning rate (log scale) and the warm-up share with TPE
@@ -90,9 +90,9 @@ def main() -> int:
     from assay.jobs.ingest import ingest_path
     from assay.sweeps.space import load_space
     from assay.training.recipes import BleurtRecipe
-    from assay.training.stages import StageRequest
-    from assay.workers.recipe import InProcessStages
-    from assay.workers.sweep import run_sweep
+    from assay.training.stage_request import StageRequest
+    from assay.workers.training.recipe_runs import RecipeStages
+    from assay.workers.training.sweep_trials import run_sweep
 
     settings = load_settings()
     for folder in ("wmt16-da-seg", "wmt17-da"):
@@ -108,7 +108,7 @@ def main() -> int:
               "head_input": defaults["head_input"]}
     _log(f"the recipe's defaults at the same budget: {config}")
     started = time.perf_counter()
-    baseline = InProcessStages(settings).train(StageRequest("finetune", space.data, init=space.init, config=config,
+    baseline = RecipeStages(settings).train(StageRequest("finetune", space.data, init=space.init, config=config,
                                                             name="defaults", exclude=space.exclude))
     baseline_seconds = time.perf_counter() - started
 

@@ -77,7 +77,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from assay.config import Settings
-from assay.errors import AssayError
+from assay.errors import ServerError
 from assay.flows.engine import TELEMETRY_OPT_OUT
 from assay.ports import LOOPBACK, free_port
 
@@ -98,10 +98,6 @@ START_TIMEOUT_S = 120.0
 HEALTH_TIMEOUT_S = 2.0
 #: SIGTERM, then SIGKILL after this long
 STOP_TIMEOUT_S = 15.0
-
-
-class ServerError(AssayError):
-    """The background Prefect server could not be started (the message points at its log)."""
 
 
 @dataclass(frozen=True)
@@ -351,13 +347,14 @@ def _log_tail(settings: Settings, lines: int = 15) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-#: The starter between a command and its server: it starts the server in a session of its own, prints
+#: The starter between a command and its server (or its command preloader,
+#: :mod:`assay.cli.command_preloader`): it starts the server in a session of its own, prints
 #: its pid and exits, so the server is reparented to init. The server outlives the command by design
 #: and is never the command's child: nothing waits for it, it never lingers as a zombie in a
 #: long-lived process that started it (a notebook, a test session), and no ``Popen`` object of a
 #: running child is left behind (Python warns about one, ``ResourceWarning: subprocess N is still
 #: running``). The daemon's classic double fork, with ``subprocess``.
-_STARTER = (
+DETACHED_STARTER = (
     "import subprocess, sys; "
     "p = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=subprocess.STDOUT, "
     "start_new_session=True, close_fds=True); "
@@ -366,13 +363,13 @@ _STARTER = (
 
 
 def _spawn(settings: Settings, port: int, log: TextIO) -> int:
-    """Start the server process (through :data:`_STARTER`) writing to ``log``; its pid."""
+    """Start the server process (through :data:`DETACHED_STARTER`) writing to ``log``; its pid."""
     command = [sys.executable, "-m", PROCESS_MODULE, "--host", HOST, "--port", str(port),
                "--home", str(settings.home), "--idle", f"{settings.server_idle_s:g}"]
     log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} assay starts: {' '.join(command)}\n")
     log.flush()
     # cwd: the server must not pick up a prefect.toml or .env from wherever the first command ran
-    started = subprocess.run([sys.executable, "-c", _STARTER, *command], stdin=subprocess.DEVNULL,
+    started = subprocess.run([sys.executable, "-c", DETACHED_STARTER, *command], stdin=subprocess.DEVNULL,
                              stdout=subprocess.PIPE, stderr=log, cwd=settings.server_dir,
                              env=_server_environment(settings), text=True, check=False, timeout=60)
     if started.returncode != 0 or not started.stdout.strip().isdigit():

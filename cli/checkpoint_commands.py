@@ -10,6 +10,7 @@ import click
 
 from assay.cli.output import emit_json
 from assay.config import load_settings
+from assay.provenance import short
 
 
 @click.group("checkpoints")
@@ -36,7 +37,7 @@ def list_command(as_json: bool) -> None:
             made += f" of {row['parent']}"
         data = ", ".join(d.get("label", "?") for d in row["datasets"]) if row["datasets"] else "-"
         best = f", best step {row['best_step']}" if row["best_step"] is not None else ""
-        click.echo(f"{row['name']}  {row['digest'][:12]}  {made}; data {data}{best}")
+        click.echo(f"{row['name']}  {short(row['digest'])}  {made}; data {data}{best}")
 
 
 @checkpoints.command("show")
@@ -62,7 +63,7 @@ def _print_description(info: dict[str, Any]) -> None:
                + (f" (run {info['run_id']})" if info["run_id"] else ""))
     click.echo(f"  heads       {', '.join(h.get('name', '?') for h in info['heads'])}")
     for data in lineage.get("datasets", []):
-        click.echo(f"  data        {data.get('role', '')}: {data.get('label')} ({str(data.get('digest', ''))[:12]})")
+        click.echo(f"  data        {data.get('role', '')}: {data.get('label')} ({short(str(data.get('digest', '')))})")
     if lineage.get("excluded"):
         click.echo(f"  excluded    {', '.join(lineage['excluded'])} (never drawn from)")
     if lineage.get("hyperparameters"):
@@ -79,7 +80,7 @@ def _print_description(info: dict[str, Any]) -> None:
             tau, r = point.get("val_kendall_tau"), point.get("val_pearson")
             click.echo(f"              {point.get('step'):>5}  {_num(tau)}  {_num(r)}")
     for ancestor in info["ancestors"]:
-        click.echo(f"  ancestor    {ancestor['name']} ({ancestor['digest'][:12]}, {ancestor['operation']})")
+        click.echo(f"  ancestor    {ancestor['name']} ({short(ancestor['digest'])}, {ancestor['operation']})")
     click.echo(f"  code        {info['code_version']}")
 
 
@@ -93,7 +94,7 @@ def _num(value: Any) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def register_command(path: Path, name: str | None, as_json: bool) -> None:
     """Verify a checkpoint folder and register it by content digest (the same content again is a no-op)."""
-    from assay.workers.checkpoint_registry import register_folder
+    from assay.workers.checkpoint_registration import register_folder
 
     result = register_folder(load_settings(), path, name=name)
     warning = _deliver_announcements()
@@ -101,7 +102,7 @@ def register_command(path: Path, name: str | None, as_json: bool) -> None:
         emit_json({**result.as_dict(), "announcement_warning": warning})
         return
     state = "registered" if result.created else "already registered"
-    click.echo(f"{result.name}  {result.digest[:12]}: {state} ({result.path})")
+    click.echo(f"{result.name}  {result.ref.short}: {state} ({result.path})")
     for note in result.notes:
         click.echo(f"  note: {note}")
 
@@ -120,7 +121,7 @@ def _deliver_announcements() -> str | None:
 @click.argument("destination", type=click.Path(path_type=Path))
 def export_command(ref: str, destination: Path) -> None:
     """Copy checkpoint REF's files into a new folder DESTINATION (digest checked after the copy)."""
-    from assay.workers.checkpoint_registry import export_checkpoint
+    from assay.workers.checkpoint_registration import export_checkpoint
 
     click.echo(str(export_checkpoint(load_settings(), ref, destination)))
 

@@ -11,6 +11,7 @@ import click
 
 from assay.cli.options import parse_options
 from assay.cli.output import emit_json, print_catalog_table, version_fact_lines, version_facts, version_summary
+from assay.provenance import short
 
 
 @click.command("ingest")
@@ -72,7 +73,7 @@ def print_ingest_results(results: list[dict[str, Any]]) -> None:
         state = "new version" if result["created"] else \
             "unchanged" + ("" if result.get("parsed", True) else " (source files identical, not parsed again)")
         counts = ", ".join(f"{k} {v:,}" for k, v in result["row_counts"].items() if v)
-        click.echo(f"{result['label']} ({result['version_digest'][:12]}, {result['format']}): "
+        click.echo(f"{result['label']} ({short(result['version_digest'])}, {result['format']}): "
                    f"{state}; {counts}")
         external = result.get("external_scores")
         if external:
@@ -160,7 +161,7 @@ def show_command(ref: str, as_json: bool) -> None:
                        "pairs (each pair in --json)")
     for warning in detail["warnings"]:
         click.echo(f"  warning: {warning}")
-    click.echo("  versions: " + ", ".join(f"{v['version_number']} ({v['version_digest'][:12]})"
+    click.echo("  versions: " + ", ".join(f"{v['version_number']} ({short(v['version_digest'])})"
                                          for v in detail["versions"]))
 
 

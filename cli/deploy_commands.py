@@ -15,12 +15,12 @@ import click
 
 from assay.cli.output import emit_json
 from assay.config import load_settings
+from assay.provenance import short
 
 
 def api_or_refuse(problems: list[str]) -> str:
     """The team server's URL; without one, refuse with ``problems`` (the settings' own) and that."""
-    from assay.cli.team_deployments import DeployRefused
-    from assay.errors import UsageError
+    from assay.errors import DeployRefused, UsageError
     from assay.flows.engine import configure_prefect_defaults, configured_api_url
 
     url = configured_api_url(load_settings())
@@ -105,7 +105,7 @@ def run_command(suite: str, checkpoint: str | None, settle_seconds: float, no_re
     for failed in result.get("announced", {}).get("failed", []):
         click.echo(f"  announcement of {failed} still owed (the server did not acknowledge it)")
     for regression in result["regressions"]:
-        click.echo(f"  REGRESSION {regression['checkpoint_digest'][:12]} vs {regression['baseline_digest'][:12]}: "
+        click.echo(f"  REGRESSION {short(regression['checkpoint_digest'])} vs {short(regression['baseline_digest'])}: "
                    f"{regression['dataset']} {regression['level']} {regression['group']} ({regression['aspect']}) "
                    f"{regression['statistic']} "
                    f"{regression['value']:.4f} < {regression['baseline_value']:.4f} (p={regression['p_value']:.3g})")
@@ -164,7 +164,7 @@ def _age(seconds: float) -> str:
 
 
 def _name(item: dict[str, Any]) -> str:
-    return str(item.get("checkpoint_name") or item["checkpoint_digest"][:12])
+    return str(item.get("checkpoint_name") or short(item["checkpoint_digest"]))
 
 
 def _one_line(text: str) -> str:

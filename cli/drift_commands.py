@@ -39,8 +39,9 @@ def drift_command(dataset: str, metrics: tuple[str, ...], alphas: tuple[float, .
         emit_json(rows)
         return
 
-    means = [r for r in rows if r["group"] == "all"]
-    shown = rows if per_group or not means else means
+    from assay.results.correlations import mean_else_each_group
+
+    shown = rows if per_group else mean_else_each_group(rows, ("alpha", "signature", "statistic"))
     click.echo(f"quality drift of {dataset} ({statistic}, seed {seed}), run {rows[0]['drift_run_id'] if rows else '-'}")
     print_rows(shown, ["alpha", "metric", "group", "value", "ci", "n_train", "n_test", "test_dataset"])
 

@@ -11,6 +11,7 @@ import click
 
 from assay.cli.output import emit_json, print_rows
 from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED
+from assay.datasets.names import VersionRef
 
 STAT_HELP = ("--level seg: pearson, spearman, kendall (tau-b), kendall_c, kendall_like (WMT DARR), tau23, acc23, "
              "acc_t (tie-calibrated acc23); --level sys: pearson, spearman, kendall, pairwise_accuracy; "
@@ -50,7 +51,10 @@ def evaluate_command(dataset: str, level: str, metrics: tuple[str, ...], statist
     """Correlate every metric scored on a dataset version with the human scores, per group and overall,
     with bootstrap confidence intervals and significance clusters."""
     from assay.cli.runner import run_evaluate_flow
+    from assay.jobs.evaluation import check_request
 
+    # before any flow starts: an unknown dataset, statistic or rater is refused without a run
+    check_request(dataset, level=level, statistics=list(statistics) or None, protocol=protocol, rater=rater)
     result = run_evaluate_flow(dataset, level=level, metrics=list(metrics) or None,
                                statistics=list(statistics) or None, seed=seed, n_resamples=resamples,
                                protocol=protocol, include_human=include_human, rater=rater,
@@ -109,7 +113,7 @@ def leaderboard_command(dataset: str, level: str | None, statistic: str | None, 
         writer.writerows(rows)
     else:
         first = rows[0]
-        click.echo(f"{first['dataset']}@{first['version_number']}  level {query.level}  {query.statistic}  "
+        click.echo(f"{VersionRef.from_columns(first).label}  level {query.level}  {query.statistic}  "
                    f"group {group}" + (f"  protocol {protocol}" if protocol else ""))
         columns = ["rank", "cluster", "metric", "value", "ci", "n", "unit", "aspect", "signature"]
         if any(row.get("checkpoint") for row in rows):

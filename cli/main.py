@@ -15,6 +15,10 @@ stderr, ``error: ...``, and nothing else. Exit statuses:
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import os
+import sys
 from typing import Any
 
 import click
@@ -94,8 +98,47 @@ def _register_commands() -> None:
 _register_commands()
 
 
+#: the exit status of the command this process ran (set when it ends with ``SystemExit``)
+_exit_status: list[int] = []
+
+
 def main() -> None:
-    cli(prog_name="assay")
+    """The ``assay`` entry point. A flow command is handed to this home's command preloader when one
+    serves (:func:`assay.cli.command_preloader.run_preloaded`); anything else runs here.
+
+    Either way the process ends with :func:`os._exit` once the command is done and every exit
+    handler has run (Prefect's flush its events there): the interpreter's teardown of every imported
+    module, a few tenths of a second once Prefect is imported, does nothing a command needs.
+    """
+    from assay.cli.command_preloader import remember_entry_environment, run_preloaded
+
+    status = run_preloaded(sys.argv[1:])
+    if status is not None:
+        _exit_now(status)
+    remember_entry_environment()
+    atexit.register(_exit_without_teardown)  # registered first, so it runs after every other exit handler
+    try:
+        cli(prog_name="assay")
+    except SystemExit as exc:
+        code = exc.code
+        _exit_status[:] = [code if isinstance(code, int) else 0 if code is None else 1]
+        raise
+
+
+def _exit_without_teardown() -> None:
+    """The last exit handler: end the process with the command's status, skipping the teardown
+    (only after a ``SystemExit``; an uncaught exception ends the usual way)."""
+    if _exit_status:
+        if "logging" in sys.modules:  # its handlers' own exit handler may be registered before this one
+            sys.modules["logging"].shutdown()
+        _exit_now(_exit_status[0])
+
+
+def _exit_now(status: int) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(status)
 
 
 if __name__ == "__main__":  # pragma: no cover

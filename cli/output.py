@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from assay.provenance import short
+
 
 def emit_json(payload: Any) -> None:
     """``payload`` as indented JSON on stdout (dates and paths as text)."""
@@ -123,7 +125,7 @@ def print_catalog_table(rows: list[dict[str, Any]]) -> None:
     for column in ("name", "version", "digest", "format", "segment judgments", "system judgments", "outputs"):
         table.add_column(column, justify="right" if "judg" in column or column == "outputs" else "left")
     for row in rows:
-        table.add_row(row["name"], str(row["version_number"]), row["version_digest"][:12], row["format"],
+        table.add_row(row["name"], str(row["version_number"]), short(row["version_digest"]), row["format"],
                       f"{row['segment_judgments']:,}", f"{row['system_judgments']:,}", f"{row['outputs']:,}")
     if not rows:
         click.echo("the catalog holds no datasets yet: `assay ingest PATH` or `assay run`")

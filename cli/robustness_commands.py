@@ -104,7 +104,7 @@ def drift_command(dataset: str, alphas: str | None, aspect: str | None, test_fra
     humans on a test sample skewed to high ones, beside the baselines; stores one row per
     (variant, alpha, statistic) under results/robustness/experiment=drift/. --seed also seeds the
     sampling and the bootstrap."""
-    from assay.workers.robustness_jobs import prepare_drift
+    from assay.workers.training.robustness_runs import prepare_drift
 
     common = _common(variants, baselines, no_baselines, options)
     points = parse_numbers(alphas, "--alphas")
@@ -133,7 +133,7 @@ def webnlg_command(dataset: str, shares: str | None, by: tuple[str, ...], aspect
     rest, beside the baselines. At share 0 nothing is trained: checkpoint variants are scored as
     they are, encoder variants are skipped. Rows go to results/robustness/experiment=webnlg/.
     --seed also seeds the split and the bootstrap."""
-    from assay.workers.robustness_jobs import prepare_webnlg
+    from assay.workers.training.robustness_runs import prepare_webnlg
 
     common = _common(variants, baselines, no_baselines, options)
     points = parse_numbers(shares, "--shares")

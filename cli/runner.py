@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -62,7 +61,7 @@ def choose_prefect_api() -> Iterator[None]:
     (``ASSAY_PREFECT_SERVER=ephemeral``); see :mod:`assay.flows.engine`.
     """
     from assay.config import load_settings
-    from assay.flows.engine import configure_prefect_defaults, wants_background_server
+    from assay.flows.engine import configure_prefect_defaults, point_at_background_server, wants_background_server
 
     with contextlib.ExitStack() as stack:
         settings = load_settings()
@@ -72,7 +71,7 @@ def choose_prefect_api() -> Iterator[None]:
             # the lease first: the server cannot stop between its health check and the flow's first call
             stack.enter_context(flow_in_progress(settings))
             state, _ = ensure_server(settings)
-            os.environ["PREFECT_API_URL"] = state.url
+            point_at_background_server(state.url)
             _background.append(settings)
         elif _background:
             from assay.cli.background_server import flow_in_progress
@@ -82,17 +81,38 @@ def choose_prefect_api() -> Iterator[None]:
         yield
 
 
+def use_background_server(settings: Settings) -> None:
+    """Record that this process's Prefect talks to the background server of ``settings`` (its
+    ``PREFECT_API_URL`` set before Prefect was imported): what :func:`choose_prefect_api` records
+    when it starts or finds the server; the command preloader, which imports Prefect itself, says so
+    here (:mod:`assay.cli.command_preloader`)."""
+    _background[:] = [settings]
+
+
 def run_flow(flow_name: str, /, *args: Any, **kwargs: Any) -> Any:
     """Run the flow ``flow_name`` (a key of :data:`FLOWS`) with the real Prefect engine; returns its result.
 
     After a successful run on the team's server, owed checkpoint announcements are delivered
-    (:func:`assay.flows.events.deliver_owed`); a failure there is one warning line, never an error."""
+    (:func:`assay.flows.events.deliver_owed`); a failure there is one warning line, never an error.
+    After one on the background server, the ``assay`` entry point starts the home's command
+    preloader unless it runs (:func:`assay.cli.command_preloader.start_preloader`), for the next
+    flow commands."""
     with choose_prefect_api():
         module, function = FLOWS[flow_name]
-        result = getattr(importlib.import_module(f"assay.flows.{module}"), function)(*args, **kwargs)
-        if not _background:  # a configured (team) server: the background server has no trigger to wake
+        flow = getattr(importlib.import_module(f"assay.flows.{module}"), function)
+        if _background:
+            from assay.flows.engine import background_flow_settings
+
+            with background_flow_settings():
+                result = flow(*args, **kwargs)
+        else:  # a configured (team) server: the background server has no trigger to wake
+            result = flow(*args, **kwargs)
             deliver_owed_announcements()
-        return result
+    if _background:
+        from assay.cli.command_preloader import start_preloader
+
+        start_preloader(_background[0])
+    return result
 
 
 def deliver_owed_announcements() -> str | None:

@@ -33,12 +33,12 @@ def _spec_from_options(metric: str | None, model: str | None, layer: int | None,
             raise UsageError("--checkpoint scores with the BLEURT-style metric; leave out --metric or use bleurt")
         if no_cache_undigested:
             raise UsageError("--no-cache-undigested applies to bertscore; a checkpoint is always digested")
-        from assay.checkpoints.registry import resolve_digest
+        from assay.checkpoints.registry import resolve_checkpoint
         from assay.config import load_settings
 
         # a registered checkpoint travels by its catalog digest; an unregistered folder by its path
         folder = Path(checkpoint).expanduser()
-        reference = str(folder.resolve()) if folder.is_dir() else resolve_digest(load_settings(), checkpoint)[1]
+        reference = str(folder.resolve()) if folder.is_dir() else resolve_checkpoint(load_settings(), checkpoint).digest
         return {"name": "bleurt", "params": {"checkpoint": reference,
                                              **{k: typed_value(v) for k, v in parse_options(params).items()}}}
     if metric is None:

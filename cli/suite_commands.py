@@ -25,6 +25,7 @@ import click
 from assay.cli.output import emit_json
 from assay.config import load_settings
 from assay.errors import InputError, UsageError
+from assay.provenance import short
 
 ENTRY_SYNTAX = ("DATASET:LEVELS[:STATISTICS[:GROUPS]], e.g. wmt17@1:seg:kendall,pearson, wmt18:sys:pearson:de-en "
                 "or mqm-wmt23-ende:wmt24,errors")
@@ -138,7 +139,7 @@ def _print_entries(entries: list[dict[str, Any]]) -> None:
         groups = f"  groups {', '.join(entry['groups'])}" if entry.get("groups") else ""
         protocol = f"  protocol {entry['protocol']}" if entry.get("protocol") else ""
         errors = "  + error analysis" if entry.get("errors") else ""
-        click.echo(f"  {entry['dataset']}  {entry['digest'][:12]}  {cells}{protocol}{groups}{errors}")
+        click.echo(f"  {entry['dataset']}  {short(entry['digest'])}  {cells}{protocol}{groups}{errors}")
 
 
 @suite.command("list")

@@ -10,6 +10,7 @@ import click
 
 from assay.cli.options import quiet_option
 from assay.cli.output import emit_json
+from assay.provenance import short
 
 
 @click.group("sweep")
@@ -68,9 +69,9 @@ def _check_refs(space: Any, name: str, resume: bool) -> None:
     from assay.errors import NotFoundError
     from assay.sweeps.storage import open_storage
     from assay.sweeps.study import storage_exists
-    from assay.training.stages import StageRequest
-    from assay.workers.sweep import open_study_check
-    from assay.workers.training_stages import plan_stage
+    from assay.training.stage_request import StageRequest
+    from assay.workers.training.stage_steps import plan_stage
+    from assay.workers.training.sweep_trials import open_study_check
 
     settings = load_settings()
     config = space.trial_config(space.enqueue[0] if space.enqueue else {})
@@ -90,7 +91,7 @@ def show_command(name: str | None, as_json: bool) -> None:
     """The trials of sweep NAME (state, values, validation taus, steps, checkpoint) and the best;
     without NAME, every sweep."""
     from assay.config import load_settings
-    from assay.workers.sweep import list_sweeps, load_study, sweep_summary
+    from assay.workers.training.sweep_trials import list_sweeps, load_study, sweep_summary
 
     settings = load_settings()
     if name is None:
@@ -114,7 +115,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"sweep {summary['sweep']} (space {str(summary['space_digest'])[:12]})")
+    table = Table(title=f"sweep {summary['sweep']} (space {short(str(summary['space_digest']))})")
     for column in ("trial", "state", "values", "val tau", "validations", "steps", "checkpoint"):
         table.add_column(column, justify="right" if column in ("trial", "val tau", "validations", "steps") else "left")
     for t in summary["trials"]:

@@ -12,6 +12,7 @@ import click
 from assay.cli.options import quiet_option
 from assay.cli.output import emit_json
 from assay.errors import UsageError
+from assay.provenance import short
 
 
 def _signal(text: str) -> dict[str, Any]:
@@ -104,7 +105,7 @@ def synth_command(sources: tuple[str, ...], exclude: tuple[str, ...], pairs: int
         emit_json(result)
         return
     state = "new version" if result["created"] else "already stored"
-    click.echo(f"{result['label']} ({result['version_digest'][:12]}, synthetic): {state}; {result['rows']:,} pairs")
+    click.echo(f"{result['label']} ({short(result['version_digest'])}, synthetic): {state}; {result['rows']:,} pairs")
 
 
 def register(cli: click.Group) -> None:

@@ -30,15 +30,15 @@ Nothing is written until everything is checked (:func:`problems`): the settings 
 five-field cron, an IANA time zone, the numbers), the suite (it must exist in the catalog, or the
 first nightly run fails with ``SuiteNotFound`` hours later), and what the server already holds (a
 ``cpu`` or ``gpu`` pool of a type other than ``process`` cannot be changed into one). Every problem
-found is reported at once (:class:`DeployRefused`). A dry run does the same reads and writes nothing,
-on an empty server too.
+found is reported at once (:class:`~assay.errors.DeployRefused`). A dry run does the same reads and
+writes nothing, on an empty server too.
 """
 
 from __future__ import annotations
 
 import uuid
 import zoneinfo
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -52,9 +52,10 @@ from prefect.events.actions import ChangeFlowRunState, RunDeployment
 from prefect.events.schemas.automations import AutomationCore, EventTrigger, Posture
 from prefect.exceptions import ObjectNotFound
 
+from assay.checkpoints.ref import RESOURCE_PREFIX
 from assay.config import Settings, load_settings
-from assay.errors import CatalogError, UsageError
-from assay.flows.events import CHECKPOINT_REGISTERED, RESOURCE_PREFIX
+from assay.errors import CatalogError, DeployRefused, SuiteNotFound, UsageError
+from assay.flows.events import CHECKPOINT_REGISTERED
 
 HEARTBEAT_SECONDS = 30
 """``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` of the flow runs (Prefect's minimum is 30)."""
@@ -63,19 +64,6 @@ CRON_FIELDS = "minute hour day-of-month month day-of-week"
 NOT_CREATED_YET = uuid.UUID(int=0)
 """The id a dry run gives a deployment it would create, so that the automations that run it can be
 planned (and compared with any the server holds, which necessarily differ)."""
-
-
-class DeployRefused(UsageError):
-    """``assay deploy`` found problems before writing anything; ``problems`` has one line each."""
-
-    def __init__(self, problems: Sequence[str]) -> None:
-        self.problems = list(problems)
-        if len(self.problems) == 1:
-            message = f"{self.problems[0]}; nothing was changed"
-        else:
-            message = (f"{len(self.problems)} problems, nothing was changed:\n"
-                       + "\n".join(f"  {p}" for p in self.problems))
-        super().__init__(message)
 
 
 @dataclass(frozen=True)
@@ -266,7 +254,7 @@ def catalog_problems(config: TeamConfig, settings: Settings) -> list[str]:
     ``SuiteNotFound``); an unusable catalog is a problem too."""
     from sqlalchemy import make_url
 
-    from assay.nightly.suites import SuiteNotFound, get_suite, validate_suite_name
+    from assay.nightly.suites import get_suite, validate_suite_name
 
     try:
         validate_suite_name(config.suite)
@@ -328,8 +316,8 @@ def problems(config: TeamConfig, client: SyncPrefectClient, settings: Settings) 
 
 def apply(config: TeamConfig, *, dry_run: bool = False, settings: Settings | None = None) -> list[Change]:
     """Make the server hold the team setup; returns what was created, updated or left unchanged
-    (with ``dry_run``, what would be, and nothing is written). Raises :class:`DeployRefused`, before
-    writing anything, when :func:`problems` finds any."""
+    (with ``dry_run``, what would be, and nothing is written). Raises
+    :class:`~assay.errors.DeployRefused`, before writing anything, when :func:`problems` finds any."""
     with get_client(sync_client=True) as client:
         # a Prefect API that lets us in, before anything is read: on a wrong path every read would
         # answer "not found" (a dead, refusing or misplaced server is a service failure: exit 3)

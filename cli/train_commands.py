@@ -11,6 +11,7 @@ from assay.cli.options import quiet_option
 from assay.cli.output import emit_json
 from assay.cli.training_options import check_config, config_from_options, training_options
 from assay.errors import UsageError
+from assay.provenance import short
 
 
 @click.command("train")
@@ -142,7 +143,7 @@ def run_recipe_command(data: tuple[str, ...], init: str | None, name: str | None
         return
     for stage, out in result["stages"].items():
         if stage == "synthesize":
-            click.echo(f"synthesize: {out['label']} ({out['rows']:,} pairs, {out['version_digest'][:12]}) "
+            click.echo(f"synthesize: {out['label']} ({out['rows']:,} pairs, {short(out['version_digest'])}) "
                        f"{'stored' if out['created'] else 'already stored'}, {out['stage_seconds']:.0f} s")
         else:
             print_stage(out)
@@ -152,7 +153,7 @@ def run_recipe_command(data: tuple[str, ...], init: str | None, name: str | None
 def print_stage(result: dict[str, Any]) -> None:
     reg = result["registered"]
     tau = result.get("best_kendall_tau")
-    click.echo(f"{result['stage']}: checkpoint {reg['name']} ({reg['digest'][:12]}) "
+    click.echo(f"{result['stage']}: checkpoint {reg['name']} ({short(reg['digest'])}) "
                f"{'registered' if reg['created'] else 'already registered'}")
     click.echo(f"  best step {result['best_step']} of {result['steps']}"
                + (f", validation Kendall tau {tau:.4f}" if tau is not None else "")

@@ -1,27 +1,13 @@
 """Prefect flows: orchestration only. Tasks pass paths, ids and digests, never DataFrames.
 
-Importing the flow layer tells the platform's run recorder how to find the current flow run, so
-every run row written inside a flow carries its Prefect flow-run id (the arrow points down: the
-platform never imports Prefect).
+Importing the flow layer does nothing else: what a flow needs in its process (the flow-run id on
+every run row, the announcement of checkpoints it registers) each flow installs when it starts
+running (:mod:`.hooks`). A job's steps become tasks through one adapter (:mod:`.step_tasks`).
+
+``__all__`` names its public modules; the package itself imports none of them.
 """
 
-from assay.flow_context import set_flow_run_id_provider
-
-
-def _flow_run_id() -> str | None:
-    from prefect.runtime import flow_run
-
-    value = flow_run.id
-    return str(value) if value else None
-
-
-set_flow_run_id_provider(_flow_run_id)
-
-
-def _announce_registrations() -> None:
-    from assay.flows import events
-
-    events.install()
-
-
-_announce_registrations()
+__all__ = [
+    "baseline", "checkpoint_eval", "drift", "engine", "evaluate", "events", "hooks", "ingest", "main_job", "nightly",
+    "report", "rerun", "retry_policy", "robustness", "score", "select", "step_tasks", "sweep", "synthesize", "train",
+]

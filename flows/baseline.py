@@ -8,6 +8,7 @@ from typing import Any
 
 from prefect import flow, task
 
+from assay.flows.hooks import install_flow_hooks
 from assay.workers.rescale_baselines import compute_dataset_baseline
 
 
@@ -17,7 +18,7 @@ def baseline_task(dataset: str, model: str | None, layers: list[int], n_pairs: i
     return compute_dataset_baseline(dataset, model=model, layers=layers, n_pairs=n_pairs, seed=seed, lang=lang)
 
 
-@flow(name="bertscore-baseline")
+@flow(name="bertscore-baseline", on_running=[install_flow_hooks])
 def baseline_flow(dataset: str, model: str | None = None, layers: list[int] | None = None, n_pairs: int = 10_000,
                   seed: int = 0, lang: str = "en") -> dict[str, Any]:
     return baseline_task(dataset, model, list(layers or []), n_pairs, seed, lang)

@@ -26,30 +26,31 @@ from typing import Any
 from prefect import flow, task
 from prefect.runtime import flow_run
 
-from assay.checkpoints.labels import signature_checkpoint
 from assay.config import load_settings
 from assay.errors import AssayError
+from assay.flows.hooks import install_flow_hooks
 from assay.flows.retry_policy import RETRY_TRANSIENT
-from assay.metrics.signature import short_digest
 from assay.nightly import ledger as ledger
 from assay.nightly.suites import get_suite
+from assay.provenance import short
+from assay.results.correlations import mean_else_each_group
 
 
 def checkpoint_metric(item: ledger.WorkItem) -> dict[str, Any]:
     """The metric spec that scores with the item's checkpoint (the BLEURT-style metric), by digest:
     the worker resolves it to the registered folder and verifies the folder once."""
-    return {"name": "bleurt", "params": {"checkpoint": item.checkpoint_digest}}
+    return {"name": "bleurt", "params": {"checkpoint": item.checkpoint.digest}}
 
 
-def check_scored_digest(item: ledger.WorkItem, signature: str) -> None:
-    """The signature scored must name the ledger key's checkpoint (its 12-digit digest prefix)."""
-    scored = signature_checkpoint(signature)
-    if scored != short_digest(item.checkpoint_digest):
-        raise AssayError(f"checkpoint {item.checkpoint_name}: the scores' signature names checkpoint {scored}, "
-                         f"the ledger's key is {item.checkpoint_digest}")
+def check_scored_digest(item: ledger.WorkItem, scored: dict[str, Any]) -> None:
+    """The scores must be the ledger key's checkpoint's: the scoring summary's ``checkpoint_digest``
+    (what its metric scored with, recorded on every stored score) is the item's."""
+    if scored.get("checkpoint_digest") != item.checkpoint.digest:
+        raise AssayError(f"checkpoint {item.checkpoint}: the scores are checkpoint {scored.get('checkpoint_digest')}'s "
+                         f"({scored['signature']}), the ledger's key is {item.checkpoint.digest}")
 
 
-@task(name="claim-work-item", task_run_name="claim {item[checkpoint_name]} on {item[version][label]}",
+@task(name="claim-work-item", task_run_name="claim {item[checkpoint][label]} on {item[version][label]}",
       **RETRY_TRANSIENT)
 def claim_task(item: dict[str, Any], flow_run_id: str | None) -> dict[str, Any] | None:
     claim = ledger.claim(load_settings(), ledger.WorkItem.from_dict(item), flow_run_id=flow_run_id)
@@ -59,8 +60,7 @@ def claim_task(item: dict[str, Any], flow_run_id: str | None) -> dict[str, Any] 
 def summary_correlations(rows: list[dict[str, Any]], limit: int = 200) -> list[dict[str, Any]]:
     """The correlations a ledger summary keeps: the mean over groups (``all``) of every level,
     aspect and statistic, or every group where an evaluation has no mean (one language pair)."""
-    means = {(r["level"], r["aspect"], r["statistic"]) for r in rows if r["group"] == "all"}
-    kept = [r for r in rows if r["group"] == "all" or (r["level"], r["aspect"], r["statistic"]) not in means]
+    kept = mean_else_each_group(rows, ("level", "aspect", "statistic"))
     return [{k: r[k] for k in ("level", "group", "aspect", "statistic", "value")} for r in kept][:limit]
 
 
@@ -97,7 +97,8 @@ def fail_task(claim: dict[str, Any], error: str) -> None:
     ledger.fail(load_settings(), ledger.Claim.from_dict(claim), error)
 
 
-@flow(name="evaluate-checkpoint", flow_run_name="evaluate {item[checkpoint_name]} on {item[version][label]}")
+@flow(name="evaluate-checkpoint", on_running=[install_flow_hooks],
+      flow_run_name="evaluate {item[checkpoint][label]} on {item[version][label]}")
 def evaluate_checkpoint_flow(item: dict[str, Any], shard_size: int = 2000) -> dict[str, Any]:
     """Score and evaluate one work item unless it is already done or taken; returns what happened."""
     from assay.flows.score import score_flow
@@ -111,9 +112,9 @@ def evaluate_checkpoint_flow(item: dict[str, Any], shard_size: int = 2000) -> di
     try:
         if entry is None:
             raise AssayError(f"suite {suite.name}@{suite.version} has no dataset with digest "
-                             f"{work.version.digest[:12]}")
+                             f"{short(work.version.digest)}")
         scored = score_flow(work.version.label, checkpoint_metric(work), shard_size=shard_size, progress=False)
-        check_scored_digest(work, scored["signature"])
+        check_scored_digest(work, scored)
         # groups outside the checkpoint's languages were not scored (the score summary says which):
         # they are left out of its evaluation, as `assay evaluate --exclude-group` would
         excluded = sorted(set(entry.exclude_groups) | set(scored.get("excluded_groups") or {}))
@@ -137,5 +138,5 @@ def evaluate_checkpoint_flow(item: dict[str, Any], shard_size: int = 2000) -> di
 
 
 def _key(work: ledger.WorkItem) -> dict[str, Any]:
-    return {"checkpoint": work.checkpoint_name, "checkpoint_digest": work.checkpoint_digest,
+    return {"checkpoint": work.checkpoint.name, "checkpoint_digest": work.checkpoint.digest,
             "dataset": work.version.label, "suite": f"{work.suite_name}@{work.suite_version}"}

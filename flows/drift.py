@@ -1,68 +1,32 @@
 """The ``quality-drift`` flow: BLEURT's robustness-to-quality-drift benchmark (Sellam et al., 2020,
 §5.2, appendix B.3). Draw and store the skewed train/test samples of every α, score each test
 sample with each metric (cached segment scores are reused), evaluate each test sample at segment
-level, record the run. Logic lives in :mod:`assay.jobs.quality_drift`; tasks pass labels, specs and
-rows, never tables."""
+level, record the run. Logic lives in :mod:`assay.jobs.quality_drift`, whose runner this flow hands
+the job's steps (:class:`assay.jobs.quality_drift.DriftSteps`) as tasks (:data:`DRIFT_TASKS`); tasks
+pass samples, specs and rows, never tables."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from prefect import flow, task
+from prefect import flow
 
-from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED
+from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED, load_settings
+from assay.flows.hooks import install_flow_hooks
+from assay.flows.step_tasks import as_tasks
 from assay.jobs import quality_drift as qd
 from assay.metrics.registry import MetricSpec
 
-
-@task(name="draw-drift-samples", task_run_name="draw drift samples of {dataset}")
-def draw_task(dataset: str, alphas: list[float], seed: int, test_fraction: float, binning: str) -> list[dict[str, Any]]:
-    samples = qd.draw_samples(dataset, alphas=alphas, seed=seed, test_fraction=test_fraction, binning=binning)
-    return [s.as_dict() for s in samples]
-
-
-@task(name="score-drift-sample", task_run_name="score {label}")
-def score_task(label: str, metric: dict[str, Any]) -> dict[str, Any]:
-    return qd.score_sample(label, MetricSpec.from_dict(metric))
+#: each step of :class:`assay.jobs.quality_drift.DriftSteps` as a task
+DRIFT_TASKS: dict[str, dict[str, Any]] = {
+    "draw": {"name": "draw-drift-samples", "task_run_name": "draw drift samples of {dataset}"},
+    "score": {"name": "score-drift-sample", "task_run_name": "score {label}"},
+    "evaluate": {"name": "evaluate-drift-sample", "task_run_name": "evaluate {test.label}"},
+    "record": {"name": "record-drift-run"},
+}
 
 
-@task(name="evaluate-drift-sample", task_run_name="evaluate {label}")
-def evaluate_task(label: str, test: dict[str, Any], train: dict[str, Any] | None, signatures: dict[str, str],
-                  statistic: str, seed: int, n_resamples: int) -> list[dict[str, Any]]:
-    return qd.evaluate_sample(qd.DriftSample.from_dict(test), qd.DriftSample.from_dict(train) if train else None,
-                              signatures, statistic=statistic, seed=seed, n_resamples=n_resamples)
-
-
-@task(name="record-drift-run")
-def record_task(dataset: str, samples: list[dict[str, Any]], metrics: list[dict[str, Any]],
-                parameters: dict[str, Any], rows: list[dict[str, Any]], started: float) -> str:
-    return qd.record_drift_run(dataset, [qd.DriftSample.from_dict(s) for s in samples],
-                               [MetricSpec.from_dict(m) for m in metrics], parameters, rows, started)
-
-
-class TaskSteps:
-    """The benchmark's steps as Prefect tasks (:class:`assay.jobs.quality_drift.DriftSteps`)."""
-
-    def draw(self, dataset: str, alphas: Sequence[float], seed: int, test_fraction: float,
-             binning: str) -> list[qd.DriftSample]:
-        return [qd.DriftSample.from_dict(s) for s in draw_task(dataset, list(alphas), seed, test_fraction, binning)]
-
-    def score(self, label: str, spec: MetricSpec) -> dict[str, Any]:
-        return score_task(label, spec.as_dict())
-
-    def evaluate(self, test: qd.DriftSample, train: qd.DriftSample | None, signatures: dict[str, str],
-                 statistic: str, seed: int, n_resamples: int) -> list[dict[str, Any]]:
-        return evaluate_task(test.label, test.as_dict(), train.as_dict() if train else None, signatures, statistic,
-                             seed, n_resamples)
-
-    def record(self, dataset: str, samples: Sequence[qd.DriftSample], metrics: Sequence[MetricSpec],
-               parameters: dict[str, Any], rows: Sequence[dict[str, Any]], started: float) -> str:
-        return record_task(dataset, [s.as_dict() for s in samples], [m.as_dict() for m in metrics], parameters,
-                           list(rows), started)
-
-
-@flow(name="quality-drift")
+@flow(name="quality-drift", on_running=[install_flow_hooks])
 def quality_drift_flow(
     dataset: str,
     metrics: list[dict[str, Any]],
@@ -75,7 +39,8 @@ def quality_drift_flow(
 ) -> list[dict[str, Any]]:
     """Rows as :func:`assay.jobs.quality_drift.run_quality_drift` returns them (one per α, metric, group):
     the same runner, with this flow's tasks as its steps."""
+    settings = load_settings()
     return qd.run_quality_drift(dataset, [MetricSpec.from_dict(m) for m in metrics],
                                 alphas=alphas if alphas is not None else qd.ALPHAS, seed=seed, statistic=statistic,
                                 n_resamples=n_resamples, test_fraction=test_fraction, binning=binning,
-                                steps=TaskSteps())
+                                settings=settings, steps=as_tasks(qd.DriftSteps(settings), DRIFT_TASKS))

@@ -19,8 +19,10 @@ only its own results and, on bad input, one clear error.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from assay.config import Settings, load_settings
@@ -61,6 +63,33 @@ def wants_background_server(settings: Settings) -> bool:
     (once imported it has read its settings for good: too late to point it anywhere)."""
     return configured_api_url(settings) is None and settings.prefect_server == "background" \
         and "prefect" not in sys.modules
+
+
+def point_at_background_server(url: str) -> None:
+    """Point Prefect, before it is imported, at the background local server at ``url`` (choice 2
+    of the module doc): ``PREFECT_API_URL``, and no API-version handshake per client
+    (``PREFECT_CLIENT_SERVER_VERSION_CHECK_ENABLED``, two ``GET /admin/version`` per flow run),
+    since that server runs this very Prefect: :mod:`assay.cli.background_server` replaces a server
+    of another version before any command uses it. A user's own setting of the check wins."""
+    os.environ["PREFECT_API_URL"] = url
+    os.environ.setdefault("PREFECT_CLIENT_SERVER_VERSION_CHECK_ENABLED", "false")
+
+
+@contextlib.contextmanager
+def background_flow_settings() -> Iterator[None]:
+    """Prefect's settings for the flows this process runs on the background server, for the block
+    (Prefect is imported here: call it once :func:`point_at_background_server` has run).
+
+    No flow-run heartbeats (``flows.heartbeat_frequency`` None; Prefect 3 docs, "Detect zombie
+    flows"): they feed the automation that marks silent runs crashed, which ``assay deploy``
+    installs on a team's server only (:mod:`assay.cli.team_deployments`); on the background server
+    Assay finds its own crashed runs (a dead holder of a signature lock,
+    :func:`assay.jobs.scoring.resume_plan`). Prefect's heartbeat thread sleeps in whole seconds and
+    the flow waits for it to end: 0.6-0.7 s of every flow run, measured here (issue 29)."""
+    from prefect.settings import temporary_settings
+
+    with temporary_settings(updates={"flows.heartbeat_frequency": None}):
+        yield
 
 
 #: Prefect's documented client-side opt-out of its SDK telemetry

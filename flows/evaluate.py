@@ -8,6 +8,7 @@ from typing import Any
 from prefect import flow, task
 
 from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED
+from assay.flows.hooks import install_flow_hooks
 from assay.jobs.evaluation import evaluate
 from assay.jobs.protocol_wmt24 import DEFAULT_PERMUTATIONS
 
@@ -24,7 +25,7 @@ def evaluate_task(dataset: str, level: str, metrics: list[str] | None, statistic
                     permutation_seed=permutation_seed, all_submissions=all_submissions)
 
 
-@flow(name="evaluate")
+@flow(name="evaluate", on_running=[install_flow_hooks])
 def evaluate_flow(dataset: str, level: str = "seg", metrics: list[str] | None = None,
                   statistics: list[str] | None = None, seed: int = DEFAULT_SEED, n_resamples: int = DEFAULT_RESAMPLES,
                   protocol: str | None = None, exclude_groups: list[str] | None = None,

@@ -2,7 +2,8 @@
 Prefect server, whose deployment trigger (installed by ``assay deploy``, :mod:`assay.cli.team_deployments`)
 then evaluates it soon after.
 
-The event's resource is ``assay.checkpoint.<sha256 digest>`` (named by the checkpoint's name), so a
+The event's resource is :attr:`CheckpointRef.resource <assay.checkpoints.ref.CheckpointRef.resource>`,
+``assay.checkpoint.<sha256 digest>`` (named by the checkpoint's name), so a
 trigger can debounce per checkpoint (``for_each`` the resource id). It carries no path and no
 credentials: only the name, the digest and the lineage's operation.
 
@@ -28,19 +29,15 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from assay.checkpoints import outbox
+from assay.checkpoints.ref import CheckpointRef
 from assay.checkpoints.registry import Registered, add_registration_listener
 from assay.config import load_settings
 from assay.urls import without_credentials
 
 CHECKPOINT_REGISTERED = "assay.checkpoint.registered"
-RESOURCE_PREFIX = "assay.checkpoint."
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
-
-
-def checkpoint_resource_id(digest: str) -> str:
-    return f"{RESOURCE_PREFIX}{digest}"
 
 
 @dataclass(frozen=True)
@@ -109,7 +106,7 @@ def _send(owed: list[outbox.Owed]) -> tuple[set[str], str | None]:
                 for item in owed:
                     await client.emit(Event(
                         event=CHECKPOINT_REGISTERED,
-                        resource=Resource({"prefect.resource.id": checkpoint_resource_id(item.digest),
+                        resource=Resource({"prefect.resource.id": CheckpointRef(item.digest, item.name).resource,
                                            "prefect.resource.name": item.name}),
                         payload={"name": item.name, "digest": item.digest}))
                     sent.add(item.digest)

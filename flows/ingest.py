@@ -12,6 +12,7 @@ from typing import Any
 
 from prefect import flow, task
 
+from assay.flows.hooks import install_flow_hooks
 from assay.jobs.ingest import ingest_versions
 
 
@@ -28,7 +29,7 @@ def ingest_dataset(
             ingest_versions(path, format_name=format_name, name=name, options=options, reparse=reparse)]
 
 
-@flow(name="ingest", log_prints=False)
+@flow(name="ingest", on_running=[install_flow_hooks], log_prints=False)
 def ingest_flow(
     paths: list[str],
     format_name: str | None = None,
@@ -53,7 +54,7 @@ def discover_datasets(data_dir: str) -> list[str]:
     return [str(p) for p in discover(Path(data_dir))]
 
 
-@flow(name="ingest-directory")
+@flow(name="ingest-directory", on_running=[install_flow_hooks])
 def ingest_directory_flow(data_dir: str) -> list[dict[str, Any]]:
     """Ingest every dataset a format recognises in ``data_dir`` (the nightly ingest)."""
     return [result for path in discover_datasets(data_dir) for result in ingest_dataset(path)]

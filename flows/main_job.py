@@ -15,8 +15,10 @@ from prefect import flow, task
 
 from assay.config import DEFAULT_RESAMPLES
 from assay.flows.evaluate import evaluate_flow
+from assay.flows.hooks import install_flow_hooks
 from assay.flows.ingest import ingest_directory_flow
 from assay.flows.score import score_flow
+from assay.jobs.evaluation import MIN_SYSTEMS
 
 #: segment-level defaults for datasets with references; BERTScore uses the embedded MiniLM, layer 4
 REFERENCE_METRICS: list[dict[str, Any]] = [
@@ -37,7 +39,7 @@ def profile_task(dataset: str) -> dict[str, Any]:
     return profile(dataset)
 
 
-@flow(name="assay-run")
+@flow(name="assay-run", on_running=[install_flow_hooks])
 def main_job_flow(data_dir: str, report_dir: str | None = None, system_level: bool = True,
                   n_resamples: int = DEFAULT_RESAMPLES) -> dict[str, Any]:
     ingested = ingest_directory_flow(data_dir)
@@ -61,7 +63,7 @@ def main_job_flow(data_dir: str, report_dir: str | None = None, system_level: bo
                     "language (`assay score --any-language` scores it anyway)")
             entry["evaluated"].append(evaluate_flow(label, level="seg", n_resamples=n_resamples,
                                                     exclude_groups=sorted(left_out))["run_id"])
-        if system_level and info["systems_with_outputs"] >= 3:
+        if system_level and info["systems_with_outputs"] >= MIN_SYSTEMS:  # fewer are not correlated
             for metric in SYSTEM_METRICS:
                 entry["scored"].append(score_flow(label, metric, scope="outputs", progress=False))
             entry["evaluated"].append(evaluate_flow(label, level="sys", n_resamples=n_resamples)["run_id"])

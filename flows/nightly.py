@@ -34,7 +34,9 @@ from prefect.client.schemas.objects import FlowRun, StateType
 from prefect.deployments import run_deployment
 from prefect.exceptions import MissingContextError, ObjectNotFound
 
+from assay.checkpoints.registry import resolve_checkpoint
 from assay.config import load_settings
+from assay.flows.hooks import install_flow_hooks
 from assay.flows.retry_policy import RETRY_TRANSIENT
 from assay.nightly import ledger as ledger
 from assay.nightly.suites import DEFAULT_SUITE, get_suite
@@ -105,9 +107,9 @@ def announce_task() -> dict[str, Any]:
 def plan_task(suite: str, checkpoint: str | None) -> list[dict[str, Any]]:
     settings = load_settings()
     items = ledger.pending_items(settings, get_suite(settings, suite))
-    if checkpoint:
-        wanted = checkpoint.removeprefix("assay.checkpoint.")
-        items = [i for i in items if i.checkpoint_digest.startswith(wanted) or i.checkpoint_name == wanted]
+    if checkpoint:  # a name, a digest prefix or the event resource, resolved as everywhere (registry.find)
+        wanted = resolve_checkpoint(settings, checkpoint)
+        items = [i for i in items if i.checkpoint.digest == wanted.digest]
     claimed_before = ledger.attempts_by_key(settings, [i.key for i in items])
     return [{**i.as_dict(), "attempts": claimed_before.get(i.key, 0)} for i in items]
 
@@ -145,7 +147,7 @@ def _deployment_exists(name: str) -> bool:
 
 
 def _idempotency_key(item: dict[str, Any]) -> str:
-    return "assay-evaluate:{}:{}:{}:attempt{}".format(item["checkpoint_digest"][:24], item["version"]["digest"][:24],
+    return "assay-evaluate:{}:{}:{}:attempt{}".format(item["checkpoint"]["digest"][:24], item["version"]["digest"][:24],
                                                       item["suite_signature"][:24], item.get("attempts", 0) + 1)
 
 
@@ -172,12 +174,12 @@ def _dispatch(items: list[dict[str, Any]], shard_size: int) -> list[dict[str, An
                 if state is not None and state.is_final():
                     item = pending.pop(run_id)
                     outcomes.append({"flow_run_id": str(run_id), "state": state.name,
-                                     "checkpoint_digest": item["checkpoint_digest"],
+                                     "checkpoint_digest": item["checkpoint"]["digest"],
                                      "dataset": item["version"]["label"]})
     return outcomes
 
 
-@flow(name="nightly")
+@flow(name="nightly", on_running=[install_flow_hooks])
 def nightly_flow(suite: str = DEFAULT_SUITE, checkpoint: str | None = None, reason: str = "schedule",
                  scan: bool = True, settle_seconds: float = 60.0, max_rounds: int = 3, shard_size: int = 2000,
                  report: bool = True, report_dir: str | None = None) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import Any
 from prefect import flow, task
 
 from assay.config import DEFAULT_SEED
+from assay.flows.hooks import install_flow_hooks
 from assay.jobs.model_selection import select_models
 
 
@@ -18,7 +19,7 @@ def select_task(dataset: str, metrics: list[str] | None, n_hybrid: int, n_candid
                          n_trials=n_trials, seed=seed)
 
 
-@flow(name="select")
+@flow(name="select", on_running=[install_flow_hooks])
 def select_flow(dataset: str, metrics: list[str] | None = None, n_hybrid: int = 10_000, n_candidates: int = 100,
                 n_trials: int = 100_000, seed: int = DEFAULT_SEED) -> dict[str, Any]:
     return select_task(dataset, metrics, n_hybrid, n_candidates, n_trials, seed)

@@ -1,4 +1,4 @@
-"""The ``sweep`` flow: an Optuna study over the fine-tuning stage (:mod:`assay.workers.sweep`),
+"""The ``sweep`` flow: an Optuna study over the fine-tuning stage (:mod:`assay.workers.training.sweep_trials`),
 each trial a ``train`` flow run.
 
 With the team's deployments in place (``assay deploy``), each trial is a run of the ``train/train``
@@ -20,8 +20,9 @@ from prefect.deployments import run_deployment
 from prefect.exceptions import ObjectNotFound
 
 from assay.config import load_settings
+from assay.flows.hooks import install_flow_hooks
 from assay.sweeps.space import SearchSpace
-from assay.workers.sweep import InProcessTrials, TrialRunner, run_sweep
+from assay.workers.training.sweep_trials import InProcessTrials, TrialRunner, run_sweep
 
 #: the deployment ``assay deploy`` creates for the ``train`` flow
 TRAIN_DEPLOYMENT = "train/train"
@@ -86,7 +87,7 @@ def _subflow_trial(sweep: str, number: int) -> dict[str, Any]:
     return train_flow(sweep_trial={"sweep": sweep, "trial": number})
 
 
-@flow(name="sweep")
+@flow(name="sweep", on_running=[install_flow_hooks])
 def sweep_flow(space: dict[str, Any], name: str, trials: int, resume: bool = False, on_killed: str = "retry",
                seed: int = 12345, parallel: int | None = None, in_process: bool = False,
                space_path: str = "") -> dict[str, Any]:

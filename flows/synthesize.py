@@ -9,6 +9,7 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 
 from assay.config import load_settings
+from assay.flows.hooks import install_flow_hooks
 
 
 @task(name="synthesize-pairs", task_run_name="synthesize {name}")
@@ -26,7 +27,7 @@ def synthesize_task(spec: dict[str, Any], name: str | None, reuse: bool) -> dict
         progress.close()
 
 
-@flow(name="synthesize")
+@flow(name="synthesize", on_running=[install_flow_hooks])
 def synthesize_flow(spec: dict[str, Any], name: str | None = None, reuse: bool = True) -> dict[str, Any]:
     """Synthesize and store the pairs of ``spec`` (a :class:`~assay.synthetic.spec.SynthesisSpec` dict)."""
     return synthesize_task(spec, name, reuse)

@@ -15,7 +15,7 @@ from assay.catalog.dataset_versions import resolve
 from assay.catalog.engine import session_scope
 from assay.config import load_settings
 from assay.datasets import store
-from assay.datasets.names import DatasetRef, VersionRef
+from assay.datasets.names import DatasetRef, VersionRef, split_reference
 from assay.datasets.profile import profile
 from assay.datasets.schema import TABLES, parser_schema
 from assay.datasets.versions import store_version
@@ -39,6 +39,9 @@ def test_version_ref_label_parse_and_json() -> None:
     assert VersionRef.parse("wmt17@2", DIGEST) == ref
     assert VersionRef.from_dict(json.loads(json.dumps(ref.as_dict()))) == ref
     assert ref.as_dict()["label"] == "wmt17@2"
+    # as a results-store row names it (docs/STORAGE.md), read back the same
+    assert ref.columns() == {"dataset": "wmt17", "version_number": 2, "version_digest": DIGEST}
+    assert VersionRef.from_columns({**ref.columns(), "run_id": "x"}) == ref
     # a bare name or a digest names no number: the catalog resolves those (DatasetRef)
     for text in ("wmt17", "wmt17@3f2a9c"):
         with pytest.raises(UsageError, match="not a version label"):
@@ -56,6 +59,9 @@ def test_dataset_ref_says_whether_it_names_a_number_or_a_digest() -> None:
                                                                                         "wmt17@3f2a9c"]
     with pytest.raises(UsageError, match="nothing after '@'"):
         DatasetRef.parse("wmt17@")
+    # the NAME[@VERSION] grammar, shared with versioned suites
+    assert [split_reference(t) for t in ("wmt17", "wmt17@2", "wmt17@")] == [("wmt17", None), ("wmt17", "2"),
+                                                                           ("wmt17", "")]
 
 
 def test_the_catalog_resolves_both_kinds_to_the_same_version_ref() -> None:
@@ -64,6 +70,11 @@ def test_the_catalog_resolves_both_kinds_to_the_same_version_ref() -> None:
         by_number = resolve(session, "wmt99@1").ref
         by_digest = resolve(session, f"wmt99@{result.version.digest[:8].upper()}").ref
     assert by_number == by_digest == result.version == VersionRef("wmt99", 1, result.version.digest)
+    # a VersionRef already resolved is found by its digest, not parsed again
+    with session_scope(load_settings()) as session:
+        assert resolve(session, result.version).ref == result.version
+        with pytest.raises(NotFoundError, match="no longer in the catalog"):
+            resolve(session, VersionRef("wmt99", 1, "f" * 64))
 
 
 # --- one way to store a version --------------------------------------------------------------------

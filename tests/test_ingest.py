@@ -15,6 +15,7 @@ from assay.config import load_settings
 from assay.errors import AssayError, InputError, UsageError
 from assay.fixtures import fixtures_dir
 from assay.jobs.ingest import discover, find_unchanged, ingest_path
+from assay.jobs.runs import inputs_version
 
 DEMO_WMT = fixtures_dir() / "demo-wmt"
 
@@ -229,7 +230,7 @@ def test_the_ingest_run_is_recorded_once(demo_copy: Path) -> None:
     runs = _runs("ingest")
     assert [r.id for r in runs] == [first.run_id]
     run = runs[0]
-    assert run.status == "completed" and run.inputs["dataset_digest"] == first.version.digest
+    assert run.status == "completed" and inputs_version(run.inputs) == first.version
     settings = load_settings()
     with session_scope(settings) as session:
         version = session.scalars(select(DatasetVersion).where(DatasetVersion.digest == first.version.digest)).one()

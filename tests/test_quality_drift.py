@@ -29,6 +29,7 @@ from assay.jobs.quality_drift import (
     score_sample,
     split_pools,
 )
+from assay.jobs.runs import inputs_version
 from assay.metrics.registry import MetricSpec
 from assay.results import segment_scores
 
@@ -75,7 +76,7 @@ def _segments(label: str) -> dict:
 def _score_runs() -> list[dict]:
     with session_scope(load_settings()) as session:
         runs = session.scalars(select(Run).where(Run.kind == "score").order_by(Run.started_at)).all()
-        return [{"dataset": r.inputs["dataset"], **r.summary} for r in runs]
+        return [{"dataset": inputs_version(r.inputs).label, **r.summary} for r in runs]
 
 
 def test_quality_drift_on_wmt17(shared_data: Path) -> None:

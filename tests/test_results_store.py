@@ -12,6 +12,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from assay.checkpoints.labels import row_checkpoint
+from assay.checkpoints.ref import CheckpointRef
 from assay.config import load_settings
 from assay.fixtures import fixtures_dir
 from assay.jobs.evaluation import evaluate
@@ -21,7 +23,8 @@ from assay.jobs.scoring import score_shard as score_one_shard
 from assay.metrics.registry import MetricSpec
 from assay.query.leaderboard import LeaderboardQuery, available_groups, leaderboard
 from assay.report.collect import correlation_rows
-from assay.results import correlations, model_selection, parts, robustness, significance, system_points
+from assay.results import correlations, model_selection, parts, robustness, segment_scores, significance, system_points
+from assay.results.segment_scores import scored_signatures
 
 DEMO_WMT = fixtures_dir() / "demo-wmt"
 OLD_NAMES = {"version_number": "dataset_version", "version_digest": "dataset_digest"}
@@ -129,3 +132,47 @@ def test_other_stores_upgrade_old_parts_and_fill_missing_columns() -> None:
     (read,) = robustness.read(settings, "drift")
     assert (read["version_digest"], read["value"], read["trained_run_id"]) == ("f" * 64, 0.3, None)
     assert robustness.read_part(settings, target.relative_to(settings.home))[0]["created_at"].startswith("1970")
+
+
+def test_checkpoint_digest_column_and_parts_written_before_it() -> None:
+    """Score and correlation rows carry the checkpoint as a column (``checkpoint_digest``); parts
+    written before the column read it as null, and their checkpoint is the short digest their
+    signature shows (:func:`assay.checkpoints.labels.row_checkpoint`), in Python and in DuckDB."""
+    settings = load_settings()
+    ingest_path(DEMO_WMT)
+    _score("wmt99", "sentbleu")
+    (plain,) = scored_signatures(settings)
+    checkpoint = CheckpointRef("ab12" * 16)
+    # two learned-metric signatures with the same scores: one stored with the column, one as before it
+    new, old = (f"bleurt|checkpoint:{checkpoint.short}|v:{v}|assay:test" for v in (1, 0))
+    scores = segment_scores.read_scores(settings, plain.metric, plain.signature)
+    keys, values = scores.column("key").to_pylist(), scores.column("score").to_pylist()
+    segment_scores.write_part(settings, "bleurt", new, "e" * 32, 0,
+                              segment_scores.rows_table(new, keys, values, None, None, "e" * 32, checkpoint.digest))
+    before = segment_scores.rows_table(old, keys, values, None, None, "f" * 32).drop_columns(["checkpoint_digest"])
+    folder = segment_scores.partition_dir(settings, "bleurt", old)
+    folder.mkdir(parents=True)
+    pq.write_table(before, folder / f"part-{'f' * 32}-0.parquet")
+
+    found = {s.signature: s for s in scored_signatures(settings)}
+    assert (found[new].checkpoint_digest, found[old].checkpoint_digest, found[plain.signature].checkpoint) == \
+        (checkpoint.digest, None, None)
+    assert found[new].checkpoint == checkpoint.digest and found[old].checkpoint == checkpoint.short
+    assert checkpoint.matches(found[new].checkpoint) and checkpoint.matches(found[old].checkpoint)
+
+    run = evaluate("wmt99", level="seg", metrics=[new, old, plain.signature], n_resamples=50)["run_id"]
+    rows = correlations.read_run(settings, "wmt99", run)
+    assert {r["signature"]: r["checkpoint_digest"] for r in rows} == {new: checkpoint.digest, old: None,
+                                                                       plain.signature: None}
+    board = {r["signature"]: r["checkpoint"] for r in _board()}
+    assert board == {new: f"unregistered {checkpoint.short}", old: f"unregistered {checkpoint.short}",
+                     plain.signature: None}
+
+    # the evaluation's part as the code before the column wrote it
+    for f in correlations.files(settings, "wmt99", run):
+        pq.write_table(pq.read_table(f).drop_columns(["checkpoint_digest"]), f)
+    again = correlations.read_run(settings, "wmt99", run)
+    assert [r["checkpoint_digest"] for r in again] == [None] * len(rows)
+    assert {r["signature"]: row_checkpoint(r) for r in again} == {new: checkpoint.short, old: checkpoint.short,
+                                                                  plain.signature: None}
+    assert {r["signature"]: r["checkpoint"] for r in _board()} == board  # DuckDB over the old part

@@ -224,9 +224,9 @@ def test_resume_refuses_a_run_whose_data_version_was_deleted(shared_data: Path, 
     from assay.catalog.engine import session_scope
     from assay.catalog.models import DatasetVersion, Run
     from assay.config import load_settings
-    from assay.training.stages import StageRequest
-    from assay.workers.training_jobs import run_stage
-    from assay.workers.training_stages import plan_stage
+    from assay.training.stage_request import StageRequest
+    from assay.workers.training.stage_runs import run_stage
+    from assay.workers.training.stage_steps import plan_stage
 
     runner = CliRunner()
     _ok(runner, ["ingest", str(shared_data / "wmt16-da-seg")])

@@ -68,8 +68,9 @@ from tqdm.auto import tqdm
 
 from assay.errors import InputError, UsageError
 from assay.metrics.signature import UNDIGESTED, model_field, package_version, render_signature
+from assay.provenance import short
 from assay.workers.device import DeviceLike
-from assay.workers.encoder import Encoder, load_encoder
+from assay.workers.encoder import Encoder, TruncationWarning, load_encoder
 from assay.workers.rescale_baselines import baseline_file
 
 __all__ = [
@@ -97,10 +98,6 @@ PROGRESS_MIN_TOKENS = 50_000
 """Embedding more tokens than this shows a progress bar (on a terminal)."""
 MATCH_BUDGET = 1 << 22
 """Elements of the similarity tensor (pairs x candidate tokens x reference tokens) per matching batch."""
-
-
-class TruncationWarning(UserWarning):
-    """Some sentences were longer than the encoder accepts and were cut."""
 
 
 class ZeroWeightWarning(UserWarning):
@@ -702,10 +699,10 @@ def compute_baseline(
         max_length=scorer.max_length,
     )
     p, r, f = raw.score([pool[i] for i in first], [[pool[j]] for j in second])
-    corpus_digest = hashlib.sha256("\n".join(pool).encode("utf-8")).hexdigest()[:12]
+    corpus_digest = short(hashlib.sha256("\n".join(pool).encode("utf-8")).hexdigest())
     description = (
         f"mean raw BERTScore of {n_pairs} random pairs (i != j) of {len(pool)} distinct sentences of "
         f"{corpus_name} (sha256 {corpus_digest}), numpy default_rng({seed}); model {scorer.encoder.name}"
-        f"@{scorer.encoder.digest[:12]}, layer {scorer.encoder.layer}, no idf"
+        f"@{short(scorer.encoder.digest)}, layer {scorer.encoder.layer}, no idf"
     )
     return Baseline(float(np.mean(p)), float(np.mean(r)), float(np.mean(f)), description)

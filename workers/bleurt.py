@@ -44,15 +44,17 @@ from typing import Any
 import numpy as np
 import torch
 
-from assay.metrics.signature import package_version, render_signature, short_digest
+from assay.checkpoints.ref import CheckpointRef
+from assay.errors import CheckpointError
+from assay.metrics.signature import package_version, render_signature
 from assay.workers.checkpoint import (
-    CheckpointError,
     LoadedCheckpoint,
-    checkpoint_digest,
     load_checkpoint,
+    stamped_digest,
     verified_digest,
 )
 from assay.workers.device import DeviceLike, pick_device
+from assay.workers.encoder import TruncationWarning
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +67,6 @@ MULTI_REFERENCE_RULE = "max"
 METRIC_NAME = "bleurt"
 METRIC_VERSION = "1"
 """Version of Assay's BLEURT scoring (the ``v:`` field of its signatures)."""
-
-
-class TruncationWarning(UserWarning):
-    """Some reference/candidate pairs were longer than the checkpoint's max_length."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -162,7 +160,9 @@ class BleurtScorer:
     Neither changes the scores beyond float32 rounding of the head output (about 3e-7 on CPU for
     MiniLM; tested at 1e-6), which an affine normalisation multiplies by its ``std``.
     ``expected_digest`` (and the checkpoint's ``name``, for the message): the registered digest the
-    folder must still have; the folder is hashed once, here, and a changed one is refused.
+    folder must still have; a changed one is refused. The folder is hashed here, once per host while
+    its files are unchanged (:func:`assay.workers.checkpoint.stamped_digest`): the next process on
+    this host that loads it unchanged reads the digest from its verification stamp.
     """
 
     def __init__(
@@ -180,8 +180,9 @@ class BleurtScorer:
         self.device = pick_device(device)
         self.token_budget = int(token_budget)
         self.max_batch_size = int(max_batch_size)
-        # the one hash of the folder: checked against the registered digest when there is one
-        self.digest = (checkpoint_digest(self.folder) if expected_digest is None
+        # at most one hash of the folder per host while its files are unchanged (a verification
+        # stamp, assay.checkpoints.stamps), checked against the registered digest when there is one
+        self.digest = (stamped_digest(self.folder) if expected_digest is None
                        else verified_digest(self.folder, expected_digest, name))
         loaded: LoadedCheckpoint = load_checkpoint(self.folder, self.device)
         self.config = loaded.config
@@ -351,11 +352,11 @@ class BleurtScorer:
 
     def signature_fields(self) -> dict[str, object]:
         """The signature's ``key:value`` fields: :meth:`signature_params` with the checkpoint digest
-        shortened as every signature shows digests (``docs/SIGNATURES.md``)."""
+        shortened as every signature shows digests (``docs/SIGNATURES.md``, :attr:`CheckpointRef.short`)."""
         params = self.signature_params()
-        return {**params, "checkpoint": short_digest(params["checkpoint"])}
+        return {**params, "checkpoint": CheckpointRef(str(params["checkpoint"])).short}
 
     def signature(self) -> str:
-        """``bleurt|checkpoint:<digest[:12]>|base_encoder:...|...|v:1|assay:<version>``, the line
+        """``bleurt|checkpoint:<short digest>|base_encoder:...|...|v:1|assay:<version>``, the line
         :class:`assay.workers.metrics.BLEURT` gives its scores."""
         return render_signature(METRIC_NAME, self.signature_fields(), METRIC_VERSION)

@@ -92,8 +92,11 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, 
 
 import assay
 from assay.atomic import atomic_path
-from assay.errors import InputError, NotFoundError, UsageError
+from assay.checkpoints.stamps import digest_if_unchanged, digest_once
+from assay.config import Settings, load_settings
+from assay.errors import CheckpointError, NotFoundError, UsageError
 from assay.metrics.signature import package_version
+from assay.provenance import short
 from assay.training.config import HEAD_INPUTS
 from assay.workers.device import DeviceLike, pick_device
 from assay.workers.encoder import DEFAULT_MODEL_NAME, default_model_path, model_digest
@@ -115,11 +118,6 @@ _RESERVED_NAMES = frozenset(dir(nn.ModuleDict()))
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 
 DEFAULT_MAX_LENGTH = 512
-
-
-class CheckpointError(InputError):
-    """A checkpoint folder that cannot be used; the message names the file and, where there is
-    one, the JSON key."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -822,13 +820,33 @@ def checkpoint_files(folder: str | Path) -> list[str]:
     return sorted({WEIGHTS_FILE, CONFIG_FILE, *config.tokenizer_files})
 
 
-def verified_digest(folder: str | Path, expected: str, name: str | None = None) -> str:
-    """Hash ``folder`` once and check it is the registered ``expected`` digest; a folder changed
-    since it was registered is a :class:`CheckpointError` naming the checkpoint, the folder and
-    both digests."""
-    found = checkpoint_digest(folder)
+def stamped_digest(folder: str | Path, settings: Settings | None = None, *, reuse: bool = True) -> str:
+    """:func:`checkpoint_digest` of ``folder``, hashed at most once per host while its files are
+    unchanged: a folder hashed before on this host, whose files all keep their size, modification
+    time and inode, takes the digest from its verification stamp
+    (:func:`assay.checkpoints.stamps.digest_once`; ``reuse=False`` hashes in full regardless)."""
+    folder = Path(folder)
+    return digest_once(settings or load_settings(), folder, checkpoint_files(folder), checkpoint_digest, reuse=reuse)
+
+
+def digest_from_stamp(folder: str | Path, settings: Settings | None = None) -> str | None:
+    """The digest of ``folder`` from this host's verification stamp when none of its files changed
+    since it was hashed; None otherwise. Nothing is hashed."""
+    folder = Path(folder)
+    return digest_if_unchanged(settings or load_settings(), folder, checkpoint_files(folder))
+
+
+def verified_digest(folder: str | Path, expected: str, name: str | None = None,
+                    settings: Settings | None = None) -> str:
+    """Check that ``folder`` still has the registered ``expected`` digest, hashing it at most once
+    per host while its files are unchanged (:func:`stamped_digest`); a folder changed since it was
+    registered is a :class:`CheckpointError` naming the checkpoint, the folder and both digests.
+    A stamp only confirms: a folder is refused after a full hash, never on a stamp's word."""
+    found = stamped_digest(folder, settings)
     if found != expected:
-        label = f"checkpoint {name!r}" if name else f"checkpoint {expected[:12]}"
+        found = stamped_digest(folder, settings, reuse=False)
+    if found != expected:
+        label = f"checkpoint {name!r}" if name else f"checkpoint {short(expected)}"
         raise CheckpointError(Path(folder), f"changed since {label} was registered: its files now have digest "
                               f"{found}, the registered digest is {expected}",
                               expected="the registered content (register the changed folder as a new checkpoint)")

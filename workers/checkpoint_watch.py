@@ -6,8 +6,10 @@ run's logs; in-process, this module's logger):
 
 * **registered**: a new checkpoint folder, verified end to end and registered
   (:func:`assay.checkpoints.registry.register`, which places it in the shared store);
-* **already registered**: a folder whose content digest is in the registry (cheap: file hashes
-  only; nothing else is done, so a nightly scan does not load every model again);
+* **already registered**: a folder whose content digest is in the registry (cheap: nothing else is
+  done, so a nightly scan does not load every model again; and a folder this host hashed before,
+  whose files kept their size, modification time and inode, is not even hashed: its verification
+  stamp holds the digest, :mod:`assay.checkpoints.stamps`);
 * **skipped**, with the kind and reason:
 
   - ``not-a-checkpoint``: a file, or a folder without ``assay_checkpoint.json``;
@@ -49,10 +51,11 @@ from assay.catalog.engine import session_scope
 from assay.catalog.models import Checkpoint
 from assay.checkpoints.registry import register
 from assay.config import Settings
-from assay.errors import AssayError, UsageError
+from assay.errors import AssayError, CheckpointError, UsageError
 from assay.nightly.watched_folders import watched
-from assay.workers.checkpoint import CONFIG_FILE, CheckpointError, checkpoint_digest
-from assay.workers.checkpoint_registry import facts_of
+from assay.provenance import short
+from assay.workers.checkpoint import CONFIG_FILE, digest_from_stamp, stamped_digest
+from assay.workers.checkpoint_registration import facts_of
 
 __all__ = ["DEFAULT_SETTLE_SECONDS", "ScanEntry", "ScanReport", "newest_change", "scan_folder", "scan_watched"]
 
@@ -184,9 +187,13 @@ def _entry(settings: Settings, candidate: Path, *, settle_seconds: float, now: f
     if age < settle_seconds:
         return _being_written(path, age, settle_seconds)
     try:
-        digest = checkpoint_digest(candidate)
+        # a registered folder unchanged since this host hashed it is not hashed again (its stamp);
+        # a stamp never registers a folder on its word: that needs the full hash
+        digest = digest_from_stamp(candidate, settings)
+        if digest not in known:
+            digest = stamped_digest(candidate, settings, reuse=False)
         if digest in known:
-            return ScanEntry(path, "already registered", f"as {known[digest]} ({digest[:12]})",
+            return ScanEntry(path, "already registered", f"as {known[digest]} ({short(digest)})",
                              name=known[digest], digest=digest)
         facts = facts_of(candidate, digest)  # verified end to end; hashed once, just above
     except _DAMAGE as exc:
@@ -197,7 +204,7 @@ def _entry(settings: Settings, candidate: Path, *, settle_seconds: float, now: f
         return ScanEntry(path, "skipped", f"not registered ({_what_failed(candidate, exc)})", kind="not-registered")
     known[registered.digest] = registered.name
     status = "registered" if registered.created else "already registered"  # else: registered meanwhile
-    return ScanEntry(path, status, f"as {registered.name} ({registered.digest[:12]})", name=registered.name,
+    return ScanEntry(path, status, f"as {registered.name} ({registered.ref.short})", name=registered.name,
                      digest=registered.digest, stored=registered.path)
 
 

@@ -40,6 +40,12 @@ from assay.workers.embedded_model import (
 )
 from assay.workers.transformers_bars import silence as silence_transformers_bars
 
+
+class TruncationWarning(UserWarning):
+    """Some inputs were longer than the model accepts and were cut: sentences for BERTScore's
+    encoder (:mod:`assay.workers.bertscore`), reference/candidate pairs for a learned metric's
+    checkpoint (:mod:`assay.workers.bleurt`). One category, so one filter silences both."""
+
 silence_transformers_bars()  # their "Loading weights" bars leaked into tables and logs
 
 __all__ = [

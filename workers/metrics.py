@@ -254,6 +254,10 @@ class BLEURT(Metric):
     def model_digest(self) -> str | None:
         return str(self._facts()["model_digest"])
 
+    def checkpoint_digest(self) -> str | None:
+        """The checkpoint's digest: its model is the checkpoint."""
+        return self.model_digest()
+
     def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
               sources: Sequence[str | None] | None = None, *, context: ScoringContext | None = None,
               ) -> SegmentScores:

@@ -25,9 +25,11 @@ from assay.catalog.dataset_versions import resolve
 from assay.catalog.engine import session_scope
 from assay.config import Settings, load_settings
 from assay.datasets import store
+from assay.datasets.names import VersionRef
 from assay.errors import UsageError
-from assay.jobs.runs import RecordedFile, RunRecorder
-from assay.metrics.signature import model_field, package_version, render_signature, short_digest
+from assay.jobs.runs import RecordedFile, RunRecorder, version_inputs
+from assay.metrics.signature import model_field, package_version, render_signature
+from assay.provenance import short
 from assay.workers.embedded_model import DEFAULT_LAYER, DEFAULT_MODEL_NAME
 
 HEADER = "LAYER,P,R,F"
@@ -79,14 +81,14 @@ def _read_rows(path: Path) -> dict[int, tuple[float, float, float]]:
     return rows
 
 
-def baseline_signature(model: str | None, model_digest: str, layer: int, dataset: str, dataset_digest: str,
+def baseline_signature(model: str | None, model_digest: str, layer: int, version: VersionRef,
                        n_pairs: int, seed: int) -> str:
     """The signature of one computed baseline (:func:`assay.metrics.signature.render_signature`), e.g.
     ``bertscore-baseline|model:all-MiniLM-L6-v2@3f2a9c1d0e4b|layer:4|data:wmt17@1#9a0b1c2d3e4f|pairs:10000|
     seed:0|torch:2.13.0|v:1|assay:0.1.0``."""
     return render_signature("bertscore-baseline", {
         "model": model_field(baseline_model_name(model), model_digest), "layer": layer,
-        "data": f"{dataset}#{short_digest(dataset_digest)}", "pairs": n_pairs, "seed": seed,
+        "data": f"{version.label}#{short(version.digest)}", "pairs": n_pairs, "seed": seed,
         "torch": package_version("torch"),
     }, BASELINE_VERSION)
 
@@ -118,15 +120,15 @@ def compute_dataset_baseline(
         raise UsageError("name the layer(s) to compute a baseline for with --layer")
     with session_scope(settings) as session:
         version = resolve(session, dataset)
-        name, number, digest, store_path = version.dataset.name, version.number, version.digest, version.store_path
+        ref, store_path = version.ref, version.store_path
     sentences = dataset_sentences(settings, store_path)
     computed: dict[int, dict[str, Any]] = {}
     model_digest = None
     for layer in sorted(set(layers)):
         scorer = BERTScorer(encoder=load_encoder(model, layer, device=device))
         model_digest = scorer.encoder.digest  # a baseline belongs to weights: never undigested
-        b = compute_baseline(scorer, sentences, n_pairs=n_pairs, seed=seed, corpus_name=f"{name}@{number}")
-        signature = baseline_signature(model, model_digest, layer, f"{name}@{number}", digest, n_pairs, seed)
+        b = compute_baseline(scorer, sentences, n_pairs=n_pairs, seed=seed, corpus_name=ref.label)
+        signature = baseline_signature(model, model_digest, layer, ref, n_pairs, seed)
         computed[layer] = {"P": b.precision, "R": b.recall, "F": b.f1, "description": b.description,
                            "signature": signature}
     path = stored_baseline_file(settings, lang, model)
@@ -141,7 +143,7 @@ def compute_dataset_baseline(
             "layers": {**meta.get("layers", {}), **{str(k): v for k, v in computed.items()}}}
     recorder = RunRecorder(
         settings, "baseline",
-        inputs={"dataset": name, "version": number, "dataset_digest": digest, "model_digest": model_digest},
+        inputs=version_inputs(ref, model_digest=model_digest),
         parameters={"model": model, "layers": sorted(computed), "n_pairs": n_pairs, "seed": seed, "lang": lang},
         started=started,
     )
@@ -157,5 +159,5 @@ def compute_dataset_baseline(
         [RecordedFile.of(settings, relative, "bertscore_baseline", len(rows))],
     )
     run_id = recorder.run_id
-    return {"run_id": run_id, "file": str(path), "dataset": f"{name}@{number}", "model_digest": model_digest,
+    return {"run_id": run_id, "file": str(path), "dataset": ref.label, "model_digest": model_digest,
             "layers": {str(k): v for k, v in computed.items()}, "seconds": seconds}

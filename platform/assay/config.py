@@ -23,6 +23,10 @@ Settings are read from the environment on every call (never cached: tests change
 ``ASSAY_SERVER_IDLE`` (seconds, default 900)
     The background server stops after this long without an API request and without a flow in
     progress; the next command that runs a flow starts a new one. A number greater than 0.
+``ASSAY_PRELOAD`` (default on)
+    ``0``: every command runs in its own process, never in one forked from the command preloader
+    beside the background server. Read by ``assay.cli.command_preloader`` itself (``enabled``),
+    before anything else of a command runs.
 ``ASSAY_REQUIRE_SERVICES``
     Set (``1``) in CI: tests that need PostgreSQL, Prefect or Chromium fail instead of skipping.
 """

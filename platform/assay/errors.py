@@ -1,4 +1,28 @@
-"""One exception tree for everything Assay reports to a user.
+"""One exception tree for everything Assay reports to a user; every exception class of Assay is
+defined here (``tests/test_exported_members.py`` checks it), so this is the one place to read it.
+
+The hierarchy, indented under its base (a second base, in brackets, lets a caller catch it the
+usual way too)::
+
+    AssayError                      the CLI prints the message, exit status 2
+        InputError                  a defective input file
+            CheckpointError         a checkpoint folder that cannot be used
+        CatalogError
+            CatalogOutOfDate
+        NotFoundError
+            SuiteNotFound           (and UsageError)
+        UsageError
+            SuiteNotFound
+            DeployRefused
+        PluginError                 (and TypeError)
+        MetricOutputError
+        UndigestedModelError
+        StatsInputError             (and ValueError)
+        LockTimeout                 (and TimeoutError)
+        ServerError                 the background Prefect server
+        ServiceError                exit status 3
+
+Warning categories (``warnings.warn``) are not errors: they live beside the code that warns.
 
 ``AssayError``
     Base class. The CLI prints the message and exits with status 2; nothing else is shown.
@@ -25,10 +49,27 @@
     A dataset format or a metric (built in, or added by another package through an entry point)
     broke its contract with Assay, e.g. a parser returned a table with the wrong schema. Not the
     user's input: the message names the plugin, so its author can fix it.
+``CheckpointError``
+    A learned metric's checkpoint folder that cannot be used (``assay.workers.checkpoint``): an
+    ``InputError`` naming the file and, where there is one, the JSON key.
+``SuiteNotFound``
+    A suite reference names no stored suite, or no such version of it (``assay.nightly.suites``).
+``DeployRefused``
+    ``assay deploy`` found problems before writing anything; ``problems`` holds one line each.
+``StatsInputError``
+    Scores handed to a statistic (``assay.stats``) cannot be used as they are: wrong length,
+    missing values, a bad parameter. The message says what was found and what was expected.
+``LockTimeout``
+    Another request still held a signature's exactly-once lock when the timeout ran out
+    (``assay.jobs.signature_lock``).
+``ServerError``
+    The background Prefect server the CLI starts (``assay.cli.background_server``) could not be
+    started; the message points at its log.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 
@@ -62,6 +103,11 @@ class InputError(AssayError):
         super().__init__(message)
 
 
+class CheckpointError(InputError):
+    """A checkpoint folder that cannot be used; the message names the file and, where there is
+    one, the JSON key."""
+
+
 class CatalogError(AssayError):
     """The catalog cannot be used as it is."""
 
@@ -78,6 +124,23 @@ class UsageError(AssayError):
     """A command was called with arguments that cannot work together."""
 
 
+class SuiteNotFound(NotFoundError, UsageError):
+    """A suite reference names no stored suite (or no such version of it)."""
+
+
+class DeployRefused(UsageError):
+    """``assay deploy`` found problems before writing anything; ``problems`` has one line each."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        if len(self.problems) == 1:
+            message = f"{self.problems[0]}; nothing was changed"
+        else:
+            message = (f"{len(self.problems)} problems, nothing was changed:\n"
+                       + "\n".join(f"  {p}" for p in self.problems))
+        super().__init__(message)
+
+
 class PluginError(AssayError, TypeError):
     """A dataset format or metric plugin broke its contract with Assay (a bug in the plugin)."""
 
@@ -90,6 +153,22 @@ class MetricOutputError(AssayError):
 class UndigestedModelError(AssayError):
     """A model's weights cannot be digested, so its scores cannot be cached under a signature.
     The message names the model, the reason and the opt-out (score without caching)."""
+
+
+class StatsInputError(AssayError, ValueError):
+    """Scores handed to a statistic cannot be used as they are (wrong length, missing values...).
+
+    The message says what was found and what was expected. It is a ``ValueError`` too, so numeric
+    callers can catch it the usual way.
+    """
+
+
+class LockTimeout(AssayError, TimeoutError):
+    """The lock was still held by another request when the timeout ran out."""
+
+
+class ServerError(AssayError):
+    """The background Prefect server could not be started (the message points at its log)."""
 
 
 class ServiceError(AssayError):

@@ -1,9 +1,10 @@
 """Which orchestrator flow run, if any, the current code runs in: a hook the flow layer fills.
 
 The platform never imports Prefect (arrows point down), yet every run row records the Prefect
-flow-run id when there is one. So the flow layer registers a provider here when it is imported
-(the flow layer's package), and :class:`assay.jobs.runs.RunRecorder` asks it. This module imports nothing, so
-registering costs nothing.
+flow-run id when there is one. So every flow registers a provider here when it starts running
+(:mod:`assay.flows.hooks`), and :class:`assay.jobs.runs.RunRecorder` asks it; in a process where no
+flow has started the answer is None, without asking the orchestrator. This module imports nothing,
+so registering costs nothing.
 """
 
 from __future__ import annotations

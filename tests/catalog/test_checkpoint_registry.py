@@ -7,6 +7,7 @@ end to end, with their verification, is tested in ``tests/training/test_checkpoi
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from assay.catalog.engine import session_scope
 from assay.catalog.models import Checkpoint
 from assay.checkpoints.labels import lineage_text
+from assay.checkpoints.ref import CheckpointRef
 from assay.checkpoints.registry import (
     CheckpointFacts,
     describe,
@@ -23,6 +25,7 @@ from assay.checkpoints.registry import (
     list_checkpoints,
     name_from_folder,
     register,
+    resolve_checkpoint,
     resolve_folder,
     validate_checkpoint_name,
 )
@@ -75,6 +78,16 @@ def test_references_by_name_and_digest_prefix(tmp_path: Path) -> None:
             find(session, "abcdef")
         with pytest.raises(NotFoundError, match="no checkpoint named 'three'"):
             find(session, "three")
+        # the event resource a deployment trigger passes (CheckpointRef.resource) names it too
+        two = find(session, "abcdef40").ref
+        assert find(session, two.resource).ref == two == resolve_checkpoint(settings, "two")
+    assert (two.short, two.label, two.resource) == ("abcdef400000", "two", "assay.checkpoint.abcdef4" + "0" * 57)
+    assert CheckpointRef(two.digest).label == "abcdef400000"  # unregistered: its short digest
+    assert CheckpointRef.from_dict(json.loads(json.dumps(two.as_dict()))) == two
+    assert two.matches(two.digest) and two.matches(two.short) and not two.matches("abcdef300000")
+    assert not two.matches(None)
+    with pytest.raises(UsageError, match="not a sha256 hex digest"):
+        CheckpointRef("abcdef40")
     # a registered checkpoint lives in the shared store under its digest
     assert resolve_folder(settings, "two") == settings.home / "checkpoints" / ("abcdef4" + "0" * 57)
     # an existing folder is taken as it is

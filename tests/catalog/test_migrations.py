@@ -1,9 +1,14 @@
-"""Migrations tested like code: one head, the models agree with them, and a round trip
-upgrade -> downgrade -> upgrade keeps the data, on SQLite and on PostgreSQL."""
+"""Migrations tested like code: one head, the models agree with them, a round trip
+upgrade -> downgrade -> upgrade keeps the data, and each data migration rewrites rows written
+before it, on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from typing import Any
+
 import pytest
+import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
@@ -11,6 +16,8 @@ from sqlalchemy import inspect, text
 
 from assay.catalog import engine as catalog_engine
 from assay.catalog.models import Base
+from assay.datasets.names import VersionRef
+from assay.jobs.runs import inputs_version, version_inputs
 
 
 def test_one_alembic_head() -> None:
@@ -72,7 +79,7 @@ def _columns(url: str, table: str) -> set[str]:
 
 
 def test_round_trip_keeps_data(catalog_url: str) -> None:
-    assert catalog_engine.upgrade(catalog_url) == (None, "0005")
+    assert catalog_engine.upgrade(catalog_url) == (None, "0006")
     _insert_rows(catalog_url)
     engine = catalog_engine.make_engine(catalog_url)
     with engine.begin() as conn:
@@ -83,6 +90,8 @@ def test_round_trip_keeps_data(catalog_url: str) -> None:
     engine.dispose()
     before = _read_rows(catalog_url)
 
+    assert catalog_engine.downgrade(catalog_url) == ("0006", "0005")
+    assert _read_rows(catalog_url) == before
     assert catalog_engine.downgrade(catalog_url) == ("0005", "0004")
     assert "checkpoint_outbox" not in _tables(catalog_url)
     assert _read_rows(catalog_url) == before
@@ -96,16 +105,16 @@ def test_round_trip_keeps_data(catalog_url: str) -> None:
     assert "parent_version_id" not in _columns(catalog_url, "dataset_versions")
     assert _read_rows(catalog_url) == before
 
-    assert catalog_engine.upgrade(catalog_url) == ("0001", "0005")
+    assert catalog_engine.upgrade(catalog_url) == ("0001", "0006")
     assert "checkpoint_outbox" in _tables(catalog_url)
     assert _read_rows(catalog_url) == before
     # idempotent: a second upgrade changes nothing
-    assert catalog_engine.upgrade(catalog_url) == ("0005", "0005")
+    assert catalog_engine.upgrade(catalog_url) == ("0006", "0006")
 
     # all the way down and up again
-    assert catalog_engine.downgrade(catalog_url, "base") == ("0005", None)
+    assert catalog_engine.downgrade(catalog_url, "base") == ("0006", None)
     assert catalog_engine.downgrade(catalog_url, "base") == (None, None)
-    assert catalog_engine.upgrade(catalog_url) == (None, "0005")
+    assert catalog_engine.upgrade(catalog_url) == (None, "0006")
 
 
 def test_out_of_date_shared_catalog_is_refused(catalog_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -115,7 +124,7 @@ def test_out_of_date_shared_catalog_is_refused(catalog_url: str, monkeypatch: py
     catalog_engine.upgrade(catalog_url, "0001")
     monkeypatch.setenv("ASSAY_CATALOG_URL", catalog_url)
     catalog_engine.reset_engines()
-    with pytest.raises(CatalogOutOfDate, match=r"revision 0001.*needs revision 0005.*assay db upgrade"):
+    with pytest.raises(CatalogOutOfDate, match=r"revision 0001.*needs revision 0006.*assay db upgrade"):
         catalog_engine.get_engine(load_settings())
     # and it did not migrate it
     engine = catalog_engine.make_engine(catalog_url)
@@ -137,3 +146,63 @@ def test_embedded_catalog_is_created_on_first_use() -> None:
         assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1
         assert conn.execute(text("PRAGMA busy_timeout")).scalar() == catalog_engine.SQLITE_BUSY_TIMEOUT_MS
     catalog_engine.reset_engines()
+
+
+# --- 0006: a run's dataset version is one JSON shape -----------------------------------------------
+
+_RUNS = sa.table("runs", sa.column("id", sa.String), sa.column("kind", sa.String), sa.column("status", sa.String),
+                 sa.column("inputs", sa.JSON), sa.column("parameters", sa.JSON), sa.column("code_version", sa.String),
+                 sa.column("started_at", sa.DateTime(timezone=True)), sa.column("summary", sa.JSON))
+_DIGEST = "ab" * 32
+"""The digest of wmt17@1, as :func:`_insert_rows` stores it."""
+_SIGNATURE = "chrf|nc:6|nw:0|v:1|assay:0.1.0"
+_TRAINED_ON = {"role": "train", "rows": 100, "groups": ["de-en"], "aspect": "da"}
+_OLD_INPUTS: dict[str, tuple[str, dict[str, Any]]] = {
+    # written out as the code before 0006 wrote them (jobs/scoring.py, training/robustness/runs.py,
+    # jobs/reruns.py, workers/training/stage_runs.py), independent of the code's writer
+    "score-1": ("score", {"dataset": "wmt17", "version": 1, "dataset_digest": _DIGEST, "signature": _SIGNATURE}),
+    "robust-1": ("robustness", {"dataset": "wmt17@1", "dataset_digest": _DIGEST, "variants": [], "baselines": []}),
+    "rerun-1": ("rerun", {"run": "score-1", "dataset": f"wmt17@{_DIGEST}"}),
+    "rerun-gone": ("rerun", {"run": "score-1", "dataset": f"wmt17@{'cd' * 32}"}),
+    "train-1": ("finetune", {"data": [{"role": "train", "label": "wmt17@1", "digest": _DIGEST, "rows": 100,
+                                       "groups": ["de-en"], "aspect": "da"}], "init": None, "init_digest": None}),
+    "report-1": ("report", {"evaluate_runs": ["score-1"]}),
+}
+
+
+def _run_inputs(url: str) -> dict[str, dict[str, Any]]:
+    engine = catalog_engine.make_engine(url)
+    with engine.connect() as conn:
+        found = {run_id: dict(inputs) for run_id, inputs in conn.execute(sa.select(_RUNS.c.id, _RUNS.c.inputs))}
+    engine.dispose()
+    return found
+
+
+def test_run_inputs_written_before_0006_name_their_version_one_way(catalog_url: str) -> None:
+    assert catalog_engine.upgrade(catalog_url, "0005") == (None, "0005")
+    _insert_rows(catalog_url)
+    engine = catalog_engine.make_engine(catalog_url)
+    with engine.begin() as conn:
+        conn.execute(_RUNS.insert(), [
+            {"id": run_id, "kind": kind, "status": "completed", "inputs": inputs, "parameters": {},
+             "code_version": "assay-test", "started_at": datetime(2026, 11, 30, tzinfo=UTC), "summary": {}}
+            for run_id, (kind, inputs) in _OLD_INPUTS.items()])
+    engine.dispose()
+    before = _run_inputs(catalog_url)
+
+    assert catalog_engine.upgrade(catalog_url) == ("0005", "0006")
+    after = _run_inputs(catalog_url)
+    wmt17 = VersionRef("wmt17", 1, _DIGEST)
+    # what the code writes now (jobs.runs.version_inputs), and read back by its one reader
+    assert after["score-1"] == version_inputs(wmt17, signature=_SIGNATURE)
+    assert after["robust-1"] == version_inputs(wmt17, variants=[], baselines=[])
+    assert after["rerun-1"] == version_inputs(wmt17, run="score-1")
+    assert after["train-1"] == {"data": [version_inputs(wmt17, **_TRAINED_ON)], "init": None, "init_digest": None}
+    assert {inputs_version(after[r]) for r in ("score-1", "robust-1", "rerun-1")} == {wmt17}
+    assert inputs_version(after["train-1"]["data"][0]) == wmt17
+    # nothing to rewrite: no version, or a pinned version no longer in the catalog
+    assert after["report-1"] == before["report-1"] and after["rerun-gone"] == before["rerun-gone"]
+    assert after["run-1"] == before["run-1"] == {}
+
+    assert catalog_engine.downgrade(catalog_url) == ("0006", "0005")
+    assert _run_inputs(catalog_url) == before

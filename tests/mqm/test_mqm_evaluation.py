@@ -12,12 +12,12 @@ from assay.config import load_settings
 from assay.datasets import store
 from assay.errors import UsageError
 from assay.jobs.error_analysis import analyse_errors
-from assay.jobs.evaluation import evaluate, score_lookup
+from assay.jobs.evaluation import check_request, evaluate
 from assay.jobs.ingest import ingest_path
 from assay.jobs.scoring import score_dataset
 from assay.metrics.registry import MetricSpec
 from assay.results import error_analysis, segment_scores
-from assay.results.segment_scores import scored_signatures
+from assay.results.segment_scores import score_lookup, scored_signatures
 from assay.stats import kendall_tau
 from tests.mqm.conftest import TED, WMT23
 
@@ -106,6 +106,10 @@ def test_wmt24_protocol_and_the_error_analysis(shared_data: Path) -> None:
     assert all(r["n"] < 936 for r in one["rows"])
     with pytest.raises(UsageError, match="no rater 'nobody'"):
         evaluate(name, level="seg", rater="nobody", n_resamples=20)
+    # the same refusal before anything is computed (`assay evaluate` asks before its flow starts)
+    with pytest.raises(UsageError, match="no rater 'nobody'"):
+        check_request(name, rater="nobody")
+    check_request(name, rater="rater1")
 
     # what chrF misses; stored, with the humans' yardstick beside it
     analysis = analyse_errors(name, "chrf", n_resamples=200, top=3)

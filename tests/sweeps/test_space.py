@@ -139,7 +139,7 @@ def test_successive_halving_pruner(tmp_path: Path) -> None:
     factor is part of the search only for this pruner, and must be >= 2."""
     import optuna
 
-    from assay.workers.sweep import pruner_for
+    from assay.workers.training.sweep_trials import pruner_for
 
     text = GOOD.replace('kind = "median"', 'kind = "halving"\nreduction_factor = 2\nwarmup_evaluations = 1')
     space = load_space(_write(tmp_path, text))

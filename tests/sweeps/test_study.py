@@ -15,7 +15,7 @@ from assay.config import load_settings
 from assay.errors import NotFoundError, UsageError
 from assay.sweeps.space import SearchSpace, load_space
 from assay.sweeps.storage import SQLITE_FILE, close_storages, create_storage
-from assay.workers.sweep import ask_trial, load_study, open_study, settle_killed_trials, sweep_summary
+from assay.workers.training.sweep_trials import ask_trial, load_study, open_study, settle_killed_trials, sweep_summary
 from tests.team_server import _database_url, create_database, drop_database, require_postgres
 
 SPACE = """\

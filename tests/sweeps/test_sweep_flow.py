@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from assay.cli.main import cli
 from assay.config import load_settings
 from assay.sweeps.storage import close_storages
-from assay.workers.sweep import load_study
+from assay.workers.training.sweep_trials import load_study
 from tests.robustness_support import save_tiny_encoder
 
 SPACE = """\

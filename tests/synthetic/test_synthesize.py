@@ -19,6 +19,7 @@ from assay.catalog.engine import session_scope
 from assay.catalog.models import Run
 from assay.config import load_settings
 from assay.errors import NotFoundError, UsageError
+from assay.jobs.runs import inputs_version
 from assay.synthetic import (
     PerturbationSpec,
     Progress,
@@ -103,7 +104,7 @@ def test_store_load_and_lineage(wmt_home: Path) -> None:
     assert [p["signature"].split("|")[0] for p in lineage["perturbations"]] == ["mask_filling", "system_outputs",
                                                                                  "word_dropping"]
     assert lineage["counts"]["pairs"] == N and lineage["counts"]["corpus"]["references"]["unique"] == 14_971
-    assert len(runs) == 1 and runs[0].inputs["dataset_digest"] == version.version.digest
+    assert len(runs) == 1 and inputs_version(runs[0].inputs) == version.version
     manifest = json.loads((settings.home / store_path / "manifest.json").read_text())
     assert manifest["format"] == "synthetic" and manifest["derivation"] == lineage
     assert pq.read_table(settings.home / store_path / "segments.parquet").num_rows == 0  # readers see no judgments

@@ -27,7 +27,7 @@ def test_sweep_evaluates_once_flags_the_regression_and_then_does_nothing(shared_
     from assay.nightly.regressions import list_regressions
     from assay.nightly.suites import define_suite
     from assay.workers.checkpoint import create_from_encoder
-    from assay.workers.checkpoint_registry import register_folder
+    from assay.workers.checkpoint_registration import register_folder
 
     settings = load_settings()
     dataset = ingest_path(shared_data / "wmt16-da-seg", settings=settings).label

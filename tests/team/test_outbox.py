@@ -46,12 +46,12 @@ def test_a_lost_announcement_is_owed_shown_delivered_and_evaluated(shared_data: 
     from assay.checkpoints import outbox
     from assay.cli.runner import run_flow
     from assay.config import load_settings
-    from assay.flows.events import CHECKPOINT_REGISTERED, checkpoint_resource_id, deliver_owed
+    from assay.flows.events import CHECKPOINT_REGISTERED, deliver_owed
     from assay.jobs.ingest import ingest_path
     from assay.nightly import ledger
     from assay.nightly.suites import define_suite, get_suite
     from assay.workers.checkpoint import create_from_encoder
-    from assay.workers.checkpoint_registry import register_folder
+    from assay.workers.checkpoint_registration import register_folder
 
     settings = load_settings()
     dead = f"http://127.0.0.1:{free_port()}/api"
@@ -97,9 +97,9 @@ def test_a_lost_announcement_is_owed_shown_delivered_and_evaluated(shared_data: 
 
     import asyncio
 
-    one = ledger.pending_items(settings, get_suite(settings, "nightly"))[0].checkpoint_digest
+    one = ledger.pending_items(settings, get_suite(settings, "nightly"))[0].checkpoint
     deadline = time.monotonic() + 30  # the server persists received events in the background
-    while checkpoint_resource_id(one) not in asyncio.run(announced()):
+    while one.resource not in asyncio.run(announced()):
         assert time.monotonic() < deadline, "the announcement never reached the server's event store"
         time.sleep(0.5)
 
@@ -115,7 +115,7 @@ def test_a_lost_announcement_is_owed_shown_delivered_and_evaluated(shared_data: 
     for name in ("three", "four"):  # in-process, then announced to the live server
         register_folder(settings, folders[name], name=name)
     assert deliver_owed().delivered == ["three", "four"]
-    items = {i.checkpoint_name: i for i in ledger.pending_items(settings, suite)}
+    items = {i.checkpoint.name: i for i in ledger.pending_items(settings, suite)}
     crashed = ledger.claim(settings, items["three"], flow_run_id=None)
     assert crashed is not None and ledger.mark_crashed(settings, crashed.ledger_id, "killed in a test")
     failed = ledger.claim(settings, items["four"], flow_run_id=None)

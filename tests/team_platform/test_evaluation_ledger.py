@@ -70,7 +70,7 @@ def _status(settings: Settings, ledger_id: int) -> tuple[str, int]:
 
 def test_pending_claim_complete_fail(catalog: Settings, nightly: Suite) -> None:
     items = pending_items(catalog, nightly)
-    assert [(i.checkpoint_name, i.version.label) for i in items] == [
+    assert [(i.checkpoint.name, i.version.label) for i in items] == [
         ("ckpt-a", "wmt16@1"), ("ckpt-a", "wmt16-de@1"), ("ckpt-b", "wmt16@1"), ("ckpt-b", "wmt16-de@1")]
     assert {i.suite_signature for i in items} == {nightly.signature}
     first, second = items[0], items[1]
@@ -177,8 +177,8 @@ def test_work_items_and_claims_travel_as_json(catalog: Settings, nightly: Suite)
     held = claim(catalog, item, flow_run_id="run-1")
     assert held is not None
     assert Claim.from_dict(json.loads(json.dumps(held.as_dict()))) == held
-    with pytest.raises(UsageError, match=r"needs the field\(s\) \['checkpoint_digest'\]"):
-        WorkItem.from_dict({k: v for k, v in item.as_dict().items() if k != "checkpoint_digest"})
+    with pytest.raises(UsageError, match=r"needs the field\(s\) \['checkpoint'\]"):
+        WorkItem.from_dict({k: v for k, v in item.as_dict().items() if k != "checkpoint"})
     # extra fields (a planner's annotations) are ignored
     assert WorkItem.from_dict({**item.as_dict(), "attempts": 2}) == item
     # an item naming a dataset version that is not in the catalog is an error, not "someone has it"

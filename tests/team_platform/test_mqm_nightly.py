@@ -42,7 +42,7 @@ def night(tmp_path_factory: pytest.TempPathFactory, shared_data: Path, prefect_e
           ) -> Iterator[dict[str, Any]]:
     from assay.flows.checkpoint_eval import evaluate_checkpoint_flow
     from assay.workers.checkpoint import create_from_encoder
-    from assay.workers.checkpoint_registry import register_folder
+    from assay.workers.checkpoint_registration import register_folder
 
     home = tmp_path_factory.mktemp("mqm_nightly_home")
     folders = tmp_path_factory.mktemp("mqm_checkpoints")

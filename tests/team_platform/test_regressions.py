@@ -29,13 +29,13 @@ from assay.config import DEFAULT_SEED, load_settings
 from assay.datasets import store
 from assay.datasets.human import human_array
 from assay.errors import NotFoundError, UsageError
-from assay.jobs.evaluation import ScoredMetric, evaluate, score_lookup
+from assay.jobs.evaluation import ScoredMetric, evaluate
 from assay.jobs.ingest import ingest_path
 from assay.jobs.scoring import score_dataset
 from assay.metrics.registry import MetricSpec
 from assay.nightly.regressions import Finding, SuiteCell, compare_with_best, list_regressions, record, suite_cells
 from assay.nightly.suites import SuiteEntry
-from assay.results.segment_scores import segment_key
+from assay.results.segment_scores import score_lookup, segment_key
 from assay.stats import permutation_test
 from tests.robustness_support import save_tiny_encoder, subset, use_home
 from tests.team_platform.nightly_support import (
@@ -53,7 +53,7 @@ PERMUTATION_NAME = {"pearson": "pearson", "kendall": "kendall_b"}
 @pytest.fixture(scope="module")
 def nights(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Iterator[dict[str, Any]]:
     from assay.workers.checkpoint import create_from_encoder
-    from assay.workers.checkpoint_registry import register_folder
+    from assay.workers.checkpoint_registration import register_folder
 
     home = tmp_path_factory.mktemp("regressions_home")
     folders = tmp_path_factory.mktemp("checkpoints")

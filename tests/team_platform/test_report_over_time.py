@@ -41,7 +41,7 @@ SUITE_NAME = 'team<script>alert("x")</script>&co'  # a hostile name, inserted as
 @pytest.fixture(scope="module")
 def nightly_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     from assay.workers.checkpoint import create_from_encoder
-    from assay.workers.checkpoint_registry import register_folder
+    from assay.workers.checkpoint_registration import register_folder
 
     home = tmp_path_factory.mktemp("nightly_home")
     folders = tmp_path_factory.mktemp("checkpoints")

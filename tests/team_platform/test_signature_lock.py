@@ -19,7 +19,8 @@ from collections.abc import Iterator
 import pytest
 
 from assay.config import Settings
-from assay.jobs.signature_lock import LockTimeout, lock_file, signature_lock, uses_postgres
+from assay.errors import LockTimeout
+from assay.jobs.signature_lock import lock_file, signature_lock, uses_postgres
 
 HOLDER = """
 import sys

@@ -21,10 +21,9 @@ from assay.catalog.dataset_versions import resolve
 from assay.catalog.engine import session_scope
 from assay.catalog.models import Suite as SuiteRow
 from assay.config import Settings, load_settings
-from assay.errors import AssayError, NotFoundError, UsageError
+from assay.errors import AssayError, NotFoundError, SuiteNotFound, UsageError
 from assay.jobs.evaluation import _check_request
 from assay.nightly.suites import (
-    SuiteNotFound,
     default_entries,
     define_suite,
     get_suite,

@@ -21,11 +21,11 @@ import torch
 from safetensors.torch import load_file, save_file
 from transformers import AutoModel, AutoTokenizer, BertTokenizer
 
+from assay.errors import CheckpointError
 from assay.workers.bleurt import BleurtScorer
 from assay.workers.checkpoint import (
     CONFIG_FILE,
     WEIGHTS_FILE,
-    CheckpointError,
     SignalHeadSpec,
     create_from_encoder,
     load_checkpoint,

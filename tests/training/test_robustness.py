@@ -30,8 +30,8 @@ from assay.jobs.quality_drift import drift_name
 from assay.metrics.registry import MetricSpec
 from assay.training import robustness as rb
 from assay.training.plan import plan_finetune
-from assay.workers.robustness_jobs import prepare_drift, prepare_webnlg, run_experiment
-from assay.workers.training_jobs import run_stage
+from assay.workers.training.robustness_runs import prepare_drift, prepare_webnlg, run_experiment
+from assay.workers.training.stage_runs import run_stage
 from tests.robustness_support import TINY_CONFIG, save_tiny_encoder, subset, use_home
 
 SENTBLEU, BERTSCORE = MetricSpec("sentbleu"), MetricSpec("bertscore")

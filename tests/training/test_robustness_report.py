@@ -12,7 +12,7 @@ from assay.jobs.ingest import ingest_path
 from assay.metrics.registry import MetricSpec
 from assay.report import build_report
 from assay.training import robustness as rb
-from assay.workers.robustness_jobs import prepare_drift, prepare_webnlg, run_experiment
+from assay.workers.training.robustness_runs import prepare_drift, prepare_webnlg, run_experiment
 from tests.robustness_support import TINY_CONFIG, subset
 
 

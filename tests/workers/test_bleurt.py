@@ -26,11 +26,11 @@ from safetensors.torch import load_file, save_file
 from transformers import AutoTokenizer, BertConfig, BertModel, BertTokenizer
 
 import assay
+from assay.errors import CheckpointError
 from assay.workers.bleurt import BleurtScorer, TruncationWarning, plan_batches, truncate_longest_first
 from assay.workers.checkpoint import (
     CONFIG_FILE,
     WEIGHTS_FILE,
-    CheckpointError,
     checkpoint_digest,
     create_from_encoder,
     load_checkpoint,

@@ -14,6 +14,7 @@ from assay.catalog.models import ResultFile, Run
 from assay.config import load_settings
 from assay.fixtures import fixtures_dir
 from assay.jobs.ingest import ingest_path
+from assay.jobs.runs import inputs_version
 from assay.jobs.score_export import scored_segments
 from assay.jobs.scoring import finish_scoring, plan_scoring, score_shard
 from assay.metrics.registry import MetricSpec
@@ -46,7 +47,7 @@ def test_computed_baseline_is_stored_recorded_and_used_by_rescale() -> None:
     assert "data:wmt99@1" in sidecar["layers"]["4"]["signature"] and "seed:7" in sidecar["layers"]["4"]["signature"]
     with session_scope(settings) as session:
         run = session.get(Run, result["run_id"])
-        assert run is not None and run.kind == "baseline" and run.inputs["dataset_digest"] == version.version.digest
+        assert run is not None and run.kind == "baseline" and inputs_version(run.inputs) == version.version
         assert session.query(ResultFile).filter_by(run_id=run.id, kind="bertscore_baseline").count() == 1
 
     # --rescale uses it: rescaled = (raw - b) / (1 - b), per P, R and F

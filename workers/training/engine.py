@@ -79,13 +79,12 @@ from transformers import (
 )
 
 from assay.atomic import atomic_path
-from assay.errors import UsageError
-from assay.provenance import code_version
+from assay.errors import CheckpointError, UsageError
+from assay.provenance import code_version, short
 from assay.training.config import TrainConfig
 from assay.workers.bleurt import BleurtScorer
 from assay.workers.checkpoint import (
     CONFIG_FILE,
-    CheckpointError,
     checkpoint_digest,
     create_from_encoder,
     save_checkpoint,
@@ -495,7 +494,7 @@ def train(
 
     Under ``torchrun`` every process calls ``train`` with the same arguments; process 0 writes the
     files and the checkpoint, and every process returns the result. Bad input raises
-    :class:`~assay.errors.InputError` / :class:`~assay.workers.checkpoint.CheckpointError` /
+    :class:`~assay.errors.InputError` / :class:`~assay.errors.CheckpointError` /
     :class:`~assay.errors.UsageError` before anything is written to ``out``.
     """
     started = time.perf_counter()
@@ -545,7 +544,7 @@ def train(
         # named by what it is made from, so a resumed run finds the same one
         head_input = config.head_input or "cls"
         made_from = f"{init}\0{config.seed}" + ("" if head_input == "cls" else f"\0{head_input}")
-        key = hashlib.sha256(made_from.encode()).hexdigest()[:12]
+        key = short(hashlib.sha256(made_from.encode()).hexdigest())
         init_folder = work_dir / f"init-{key}"
         with state.main_process_first():
             if not init_folder.is_dir():

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, selectinload
 
 from assay.catalog.models import Dataset, DatasetVersion, System
-from assay.datasets.names import DatasetRef
+from assay.datasets.names import DatasetRef, VersionRef
 from assay.errors import NotFoundError
+from assay.provenance import short
+
+if TYPE_CHECKING:  # the tables are handed in: resolving a name (every command) needs no pyarrow
+    import pyarrow as pa
 
 
 def find_version_by_digest(session: Session, name: str, digest: str) -> DatasetVersion | None:
@@ -22,8 +25,14 @@ def find_version_by_digest(session: Session, name: str, digest: str) -> DatasetV
     ).one_or_none()
 
 
-def resolve(session: Session, ref: DatasetRef | str) -> DatasetVersion:
-    """The version a ``NAME[@VERSION]`` reference names: latest, by number, or by digest prefix."""
+def resolve(session: Session, ref: VersionRef | DatasetRef | str) -> DatasetVersion:
+    """The version a ``NAME[@VERSION]`` reference names: latest, by number, or by digest prefix; or
+    the row of a :class:`VersionRef` already resolved (by its digest: carried, never parsed again)."""
+    if isinstance(ref, VersionRef):
+        found = find_version_by_digest(session, ref.name, ref.digest)
+        if found is None:
+            raise NotFoundError(f"{ref.label} ({short(ref.digest)}) is no longer in the catalog")
+        return found
     if isinstance(ref, str):
         ref = DatasetRef.parse(ref)
     dataset = session.scalars(select(Dataset).where(Dataset.name == ref.name)).one_or_none()
@@ -45,7 +54,7 @@ def resolve(session: Session, ref: DatasetRef | str) -> DatasetVersion:
             raise NotFoundError(f"{ref}: the digest prefix matches {len(matches)} versions; give more digits")
     else:
         return versions[-1]
-    listed = ", ".join(f"{v.number} ({v.digest[:12]})" for v in versions)
+    listed = ", ".join(f"{v.number} ({short(v.digest)})" for v in versions)
     raise NotFoundError(f"{ref}: no such version of {ref.name!r} (versions: {listed})")
 
 

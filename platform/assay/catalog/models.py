@@ -25,6 +25,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from assay.checkpoints.ref import CheckpointRef
 from assay.datasets.names import VersionRef
 
 
@@ -88,7 +89,7 @@ class DatasetVersion(Base):
 
     @property
     def label(self) -> str:
-        return f"{self.dataset.name}@{self.number}"
+        return self.ref.label
 
     @property
     def ref(self) -> VersionRef:
@@ -166,6 +167,11 @@ class Checkpoint(Base):
     heads: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
     code_version: Mapped[str | None] = mapped_column(String(128), nullable=True)
     size_bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+
+    @property
+    def ref(self) -> CheckpointRef:
+        """This checkpoint as a :class:`CheckpointRef` (its digest and name)."""
+        return CheckpointRef(self.digest, self.name)
 
 
 class ResultFile(Base):

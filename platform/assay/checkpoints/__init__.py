@@ -1,10 +1,16 @@
 """Checkpoints of learned metrics, named by content digest.
 
+- ``ref``: :class:`~assay.checkpoints.ref.CheckpointRef`, a checkpoint's one spelling, its content digest first.
 - ``registry``: the catalog's checkpoint rows: register, find, list, lineage.
 - ``labels``: a signature's checkpoint and a checkpoint's name with its lineage (no catalog import
   until a checkpoint is named).
+- ``stamps``: verification stamps, so a folder is hashed once per host while its files are unchanged.
+- ``store``: the shared checkpoint store, each registered checkpoint under
+  ``ASSAY_HOME/checkpoints/<digest>/``.
+- ``outbox``: the announcement every registered checkpoint owes its team until it is delivered.
 
-The package imports nothing itself, so naming a checkpoint does not load the catalog.
+``__all__`` names its public modules. The package imports nothing itself, so naming a checkpoint
+does not load the catalog.
 """
 
-__all__ = ["labels", "registry"]
+__all__ = ["labels", "outbox", "ref", "registry", "stamps", "store"]

@@ -32,10 +32,11 @@ from assay import slugs
 from assay.catalog.engine import session_scope
 from assay.catalog.models import Checkpoint
 from assay.checkpoints import outbox
+from assay.checkpoints.ref import RESOURCE_PREFIX, CheckpointRef, is_digest
 from assay.checkpoints.store import place, stored_folder
 from assay.config import Settings
 from assay.errors import NotFoundError, UsageError
-from assay.provenance import code_version
+from assay.provenance import code_version, short
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,127}")
 _HEX = re.compile(r"[0-9a-f]{6,64}")
@@ -91,6 +92,10 @@ class Registered:
     """False when the same content was registered before (a no-op)."""
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def ref(self) -> CheckpointRef:
+        return CheckpointRef(self.digest, self.name)
+
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "digest": self.digest, "path": self.path, "created": self.created,
                 "notes": list(self.notes)}
@@ -125,7 +130,7 @@ def register(settings: Settings, facts: CheckpointFacts, *, name: str | None = N
 def _register(settings: Settings, facts: CheckpointFacts, *, name: str | None, run_id: str | None) -> Registered:
     if name is not None:
         validate_checkpoint_name(name)
-    if not re.fullmatch(r"[0-9a-f]{64}", facts.digest):
+    if not is_digest(facts.digest):
         raise UsageError(f"checkpoint digest {facts.digest!r} is not a sha256 hex digest")
     with session_scope(settings) as session:
         existing = session.scalar(select(Checkpoint).where(Checkpoint.digest == facts.digest))
@@ -139,7 +144,7 @@ def _register(settings: Settings, facts: CheckpointFacts, *, name: str | None, r
         taken = session.scalar(select(Checkpoint).where(Checkpoint.name == chosen))
         if taken is not None:
             if name is not None:
-                raise UsageError(f"the name {name!r} is taken by checkpoint {taken.digest[:12]}; choose another --name")
+                raise UsageError(f"the name {name!r} is taken by checkpoint {taken.ref.short}; choose another --name")
             chosen = validate_checkpoint_name(f"{chosen[:100]}-{facts.digest[:8]}")
         parent_id = None
         if facts.parent_digest:
@@ -164,12 +169,14 @@ def _register(settings: Settings, facts: CheckpointFacts, *, name: str | None, r
 
 
 def find(session: Session, ref: str) -> Checkpoint:
-    """The checkpoint a reference names: its exact name, or a digest prefix of at least
-    :data:`MIN_PREFIX` hex digits that only one checkpoint has."""
+    """The checkpoint a reference names: its exact name, a digest prefix of at least
+    :data:`MIN_PREFIX` hex digits that only one checkpoint has, or its event resource
+    (:attr:`CheckpointRef.resource`, ``assay.checkpoint.<digest>``, what a deployment trigger passes).
+    The one resolver of what people and triggers write for a checkpoint."""
     row = session.scalar(select(Checkpoint).where(Checkpoint.name == ref))
     if row is not None:
         return row
-    prefix = ref.lower()
+    prefix = ref.removeprefix(RESOURCE_PREFIX).lower()
     if _HEX.fullmatch(prefix):
         rows = list(session.scalars(select(Checkpoint).where(Checkpoint.digest.startswith(prefix))))
         if len(rows) == 1:
@@ -190,24 +197,22 @@ def resolve_folder(settings: Settings, ref: str | Path) -> Path:
         return _existing_folder(settings, row.name, row.path)
 
 
-def resolve_digest(settings: Settings, ref: str) -> tuple[str, str]:
-    """``(name, digest)`` of a registered checkpoint named by its name or a digest prefix (the
-    catalog's digest: nothing is hashed)."""
+def resolve_checkpoint(settings: Settings, ref: str) -> CheckpointRef:
+    """The registered checkpoint ``ref`` names (:func:`find`), by the catalog's digest: nothing is hashed."""
     with session_scope(settings) as session:
-        row = find(session, ref)
-        return row.name, row.digest
+        return find(session, ref).ref
 
 
 def folder_of_digest(settings: Settings, digest: str) -> tuple[str, Path]:
     """``(name, folder)`` of the checkpoint registered with exactly ``digest``: the store's folder,
     or the absolute folder of a row registered before the shared store. The folder is not hashed
     here: the caller that loads it verifies it once against ``digest``."""
-    if not re.fullmatch(r"[0-9a-f]{64}", str(digest)):
+    if not is_digest(str(digest)):
         raise UsageError(f"checkpoint digest {digest!r} is not a sha256 hex digest")
     with session_scope(settings) as session:
         row = session.scalar(select(Checkpoint).where(Checkpoint.digest == digest))
         if row is None:
-            raise NotFoundError(f"no checkpoint with digest {digest[:12]} in the catalog; "
+            raise NotFoundError(f"no checkpoint with digest {short(digest)} in the catalog; "
                                 "`assay checkpoints register PATH` adds one")
         return row.name, _existing_folder(settings, row.name, row.path)
 
@@ -277,5 +282,5 @@ def labels_by_digest(settings: Settings) -> dict[str, dict[str, Any]]:
         label = {"name": row["name"], "operation": row["operation"], "parent": row["parent"],
                  "digest": row["digest"]}
         out[row["digest"]] = label
-        out[row["digest"][:12]] = label
+        out[short(row["digest"])] = label
     return out

@@ -5,8 +5,9 @@ otherwise), so that every host that mounts the shared ``ASSAY_HOME`` (``docs/TEA
 the same folder, and the catalog records the path relative to ``ASSAY_HOME``
 (``checkpoints/<digest>``). The folder is content-addressed: its name is the digest the caller
 computed once (:func:`assay.workers.checkpoint.checkpoint_digest`, when training exported it or
-when a folder was first registered); it is not hashed again here. The scorer verifies it once
-when it loads it.
+when a folder was first registered); it is not hashed again here. The scorer verifies it when it
+loads it, hashing it once per host while its files are unchanged (:mod:`assay.checkpoints.stamps`,
+whose stamps live beside this store).
 
 Rows registered before the store existed hold absolute paths; :func:`stored_folder` reads both
 (tolerant resolution, no migration): a relative path is under ``ASSAY_HOME``, an absolute one is

@@ -37,6 +37,14 @@ def slug(text: str) -> str:
 _NUMBER_DIGITS = 6
 
 
+def split_reference(text: str) -> tuple[str, str | None]:
+    """``NAME[@VERSION]`` split at its ``@``: ``(NAME, VERSION)``, VERSION None when there is no ``@``
+    (``""`` when nothing follows it). The one reader of the grammar that dataset references
+    (:meth:`DatasetRef.parse`) and versioned suites (:func:`assay.nightly.suites.get_suite`) share."""
+    name, at, version = text.partition("@")
+    return name, version if at else None
+
+
 @dataclass(frozen=True)
 class DatasetRef:
     """What a user writes to name a dataset version, before the catalog resolves it:
@@ -50,11 +58,11 @@ class DatasetRef:
     @classmethod
     def parse(cls, text: str) -> DatasetRef:
         """``NAME``, ``NAME@NUMBER`` (up to five digits) or ``NAME@DIGEST`` (a digest prefix)."""
-        name, at, version = text.partition("@")
-        if at and not version:
+        name, version = split_reference(text)
+        if version == "":
             raise UsageError(f"{text!r}: nothing after '@' (expected NAME@NUMBER or NAME@DIGEST)")
         validate_name(name)
-        if not version:
+        if version is None:
             return cls(name)
         if version.isdigit() and len(version) < _NUMBER_DIGITS:
             return cls(name, version_number=int(version))
@@ -108,6 +116,16 @@ class VersionRef:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> VersionRef:
         return cls(str(data["name"]), int(data["number"]), str(data["digest"]))
+
+    def columns(self) -> dict[str, Any]:
+        """The version as a results-store row names it (``docs/STORAGE.md``, "Results schemas"):
+        ``dataset`` (the name), ``version_number`` and ``version_digest``; read back by
+        :meth:`from_columns`."""
+        return {"dataset": self.name, "version_number": self.number, "version_digest": self.digest}
+
+    @classmethod
+    def from_columns(cls, row: Mapping[str, Any]) -> VersionRef:
+        return cls(str(row["dataset"]), int(row["version_number"]), str(row["version_digest"]))
 
 
 class VersionedRecord:

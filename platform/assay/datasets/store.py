@@ -24,11 +24,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from assay import renamed_columns
 from assay.atomic import atomic_path
 from assay.config import Settings
 from assay.datasets.schema import LEGACY_STORE_COLUMNS, OPTIONAL_TABLES, TABLES
 from assay.errors import CatalogError, NotFoundError
 from assay.provenance import short
+from assay.renamed_columns import rename_table, renames_in
 
 MANIFEST = "manifest.json"
 #: tables a version may hold besides the canonical ones, whose schema is their producer's:
@@ -93,11 +95,23 @@ def check_manifest(folder: Path, digest: str) -> None:
         raise CatalogError(f"{folder}: manifest digest {manifest.get('digest')} != folder digest {digest}")
 
 
+def version_folder(settings: Settings, store_path: str) -> Path:
+    """The folder of a stored version (``store_path`` as the catalog records it, relative to
+    ``ASSAY_HOME``: ``datasets/<name>/<digest>``)."""
+    return settings.home / store_path
+
+
+def is_stored(settings: Settings, store_path: str) -> bool:
+    """Whether the version's files are in the store: its folder holds the manifest (a folder only
+    appears whole, renamed into place with every file in it)."""
+    return (version_folder(settings, store_path) / MANIFEST).is_file()
+
+
 def table_path(settings: Settings, store_path: str, table: str) -> Path:
     if table not in TABLES and table not in OPTIONAL_TABLES and table not in OTHER_TABLES:
         known = ", ".join([*TABLES, *OPTIONAL_TABLES, *OTHER_TABLES])
         raise NotFoundError(f"a dataset version has no table {table!r} (tables: {known})")
-    return settings.home / store_path / f"{table}.parquet"
+    return version_folder(settings, store_path) / f"{table}.parquet"
 
 
 def has_table(settings: Settings, store_path: str, table: str) -> bool:
@@ -109,22 +123,22 @@ def has_table(settings: Settings, store_path: str, table: str) -> bool:
 def read_table(settings: Settings, store_path: str, table: str) -> pa.Table:
     """A table of a stored version, its store columns under their current names (see
     :func:`legacy_renames`)."""
-    read = pq.read_table(table_path(settings, store_path, table))
-    renames = _renames(read.schema)
-    return read.rename_columns([renames.get(c, c) for c in read.column_names]) if renames else read
+    return rename_table(pq.read_table(table_path(settings, store_path, table)), LEGACY_STORE_COLUMNS)
 
 
 def legacy_renames(path: Path) -> dict[str, str]:
     """The store columns a table file has under an earlier name (old -> current); empty for a file
-    written in the current layout. Read-time upgrade: stored versions are immutable and may sit in a
-    shared, read-only store, so they are never rewritten; their readers rename instead (the
-    content digest covers the parser's columns only, so it is the same under either name)."""
-    return _renames(pq.read_schema(path))
+    written in the current layout. Read-time upgrade (:mod:`assay.renamed_columns`): stored versions
+    are immutable and may sit in a shared, read-only store, so they are never rewritten; their
+    readers rename instead (the content digest covers the parser's columns only, so it is the same
+    under either name)."""
+    return renames_in(pq.read_schema(path).names, LEGACY_STORE_COLUMNS)
 
 
-def _renames(schema: pa.Schema) -> dict[str, str]:
-    names = set(schema.names)
-    return {old: new for old, new in LEGACY_STORE_COLUMNS.items() if old in names and new not in names}
+def sql_columns(path: Path) -> str:
+    """The DuckDB select list that reads the table file at ``path`` under the current column names
+    (:func:`assay.renamed_columns.sql_columns`)."""
+    return renamed_columns.sql_columns(pq.read_schema(path).names, LEGACY_STORE_COLUMNS)
 
 
 def _fsync_dir(path: Path) -> None:

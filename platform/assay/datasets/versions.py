@@ -21,6 +21,7 @@ from assay.config import Settings
 from assay.datasets import store
 from assay.datasets.names import VersionRef
 from assay.errors import NotFoundError
+from assay.provenance import short
 
 
 def store_version(
@@ -45,7 +46,7 @@ def store_version(
             if parent is not None:
                 parent_row = find_version_by_digest(session, parent.name, parent.digest)
                 if parent_row is None:
-                    raise NotFoundError(f"{parent.label} ({parent.digest[:12]}) is no longer in the catalog")
+                    raise NotFoundError(f"{parent.label} ({short(parent.digest)}) is no longer in the catalog")
             version = record_version(session, name=name, digest=digest, store_path=rel, tables=tables,
                                      parent=parent_row, **catalog_row)
             return VersionRef(name, version.number, digest)

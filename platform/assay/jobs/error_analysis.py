@@ -40,10 +40,11 @@ from assay.catalog.dataset_versions import resolve
 from assay.catalog.engine import session_scope
 from assay.config import DEFAULT_SEED, Settings, load_settings
 from assay.datasets import store
+from assay.datasets.names import VersionRef
 from assay.datasets.rater_scores import score_kind
-from assay.errors import UsageError
+from assay.errors import NotFoundError, UsageError
 from assay.jobs.judgments import JudgmentFilter
-from assay.jobs.runs import RecordedFile, RunRecorder, new_run_id
+from assay.jobs.runs import RecordedFile, RunRecorder, new_run_id, version_inputs
 from assay.mqm import (
     RatedOutputs,
     SensitivityComparison,
@@ -57,7 +58,7 @@ from assay.mqm import (
 from assay.mqm.disagreements import ClearGap, default_clear_gap, given_gap
 from assay.provenance import code_version
 from assay.results import error_analysis, segment_scores
-from assay.results.segment_scores import ScoredMetric, scored_signatures
+from assay.results.segment_scores import ScoredMetric, score_lookup, scored_signatures, wanted_signatures
 
 LEVELS = ("category", "category+severity")
 
@@ -65,8 +66,6 @@ LEVELS = ("category", "category+severity")
 def one_signature(settings: Settings, wanted: str, keys: set[str]) -> ScoredMetric:
     """The scored signature a request names (a signature, or a metric name with one signature
     that scored every wanted segment)."""
-    from assay.jobs.evaluation import score_lookup, wanted_signatures
-
     found = [s for s in wanted_signatures(scored_signatures(settings), [wanted]) if not s.has_sufficient_statistics]
     complete = [s for s in found if keys <= score_lookup(settings, s, keys).keys()]
     if len(complete) == 1:
@@ -78,19 +77,19 @@ def one_signature(settings: Settings, wanted: str, keys: set[str]) -> ScoredMetr
                      + "; ".join(s.signature for s in complete))
 
 
-def rated_outputs(settings: Settings, dataset: str, *, include_human: bool | None = None
+def rated_outputs(settings: Settings, dataset: str | VersionRef, *, include_human: bool | None = None
                   ) -> tuple[Any, RatedOutputs, list[str]]:
     """(version row facts, the rated outputs with metric scores still zero, their segment keys)."""
     with session_scope(settings) as session:
         version = resolve(session, dataset)
-        facts: dict[str, Any] = {"name": version.dataset.name, "number": version.number, "digest": version.digest,
-                 "store_path": version.store_path, "info": dict(version.info)}
+        facts: dict[str, Any] = {"version": version.ref, "store_path": version.store_path,
+                                 "info": dict(version.info)}
     if not store.has_table(settings, facts["store_path"], "errors"):
-        raise UsageError(f"{version.ref.label} has no error annotations; `assay errors` needs error spans "
+        raise UsageError(f"{facts['version'].label} has no error annotations; `assay errors` needs error spans "
                          "(formats mqm-tsv, mtme with .seg.rating files, esa)")
     rows = JudgmentFilter.of(facts["info"], include_human=include_human)
     seg = _primary_kind(rows.table(settings, facts["store_path"], "segments").to_pydict(), facts["info"],
-                        f"{facts['name']}@{facts['number']}")
+                        facts["version"].label)
     errors = store.read_table(settings, facts["store_path"], "errors").to_pydict()
     by_output: dict[tuple[str, str, str], list[tuple[str, str, str, str, int | None, int | None]]] = {}
     for g, s, seg_id, cat, sev, rater, side, start, end in zip(
@@ -100,8 +99,7 @@ def rated_outputs(settings: Settings, dataset: str, *, include_human: bool | Non
         by_output.setdefault((g, s, seg_id), []).append((cat or "", sev, rater, side, start, end))
     several = len(set(seg["group"])) > 1
     items = [f"{g}/{i}" if several else i for g, i in zip(seg["group"], seg["item_id"], strict=True)]
-    keys = [segment_scores.segment_key(s, r, c)
-            for s, r, c in zip(seg["source"], seg["references"], seg["candidate"], strict=True)]
+    keys = segment_scores.segment_keys(seg)
     human = [np.nan if h is None else h for h in seg["human_raw"]]
     outputs = RatedOutputs(items, seg["system"], human, np.zeros(len(items)),
                            [by_output.get((g, s, i), []) for g, s, i in zip(seg["group"], seg["system"],
@@ -158,20 +156,19 @@ def analyse_errors(dataset: str, metric: str, *, parent: str | None = None, leve
                                                                                         keys)),
                                          level=level, n_resamples=n_resamples, seed=seed)  # type: ignore[arg-type]
     run_id = new_run_id()
-    head = {"run_id": run_id, "dataset": facts["name"], "version_number": facts["number"],
-            "version_digest": facts["digest"], "aspect": facts["aspect"], "metric": scored.metric,
+    version: VersionRef = facts["version"]
+    head = {"run_id": run_id, **version.columns(), "aspect": facts["aspect"], "metric": scored.metric,
             "signature": scored.signature}
     cell_rows = _cell_rows(head, report, comparison, parent_scored, n_resamples, seed)
     pair_rows = _pair_rows(head, worst)
-    written = [(error_analysis.SENSITIVITY.write(settings, facts["name"], run_id, cell_rows),
+    written = [(error_analysis.SENSITIVITY.write(settings, version.name, run_id, cell_rows),
                 error_analysis.SENSITIVITY_STORE, len(cell_rows)),
-               (error_analysis.DISAGREEMENTS.write(settings, facts["name"], run_id, pair_rows),
+               (error_analysis.DISAGREEMENTS.write(settings, version.name, run_id, pair_rows),
                 error_analysis.DISAGREEMENTS_STORE, len(pair_rows))]
     files = [RecordedFile.of(settings, path, kind, n) for path, kind, n in written]
     recorder = RunRecorder(
         settings, "errors",
-        inputs={"dataset": facts["name"], "version": facts["number"], "dataset_digest": facts["digest"],
-                "signatures": [scored.signature] + ([parent_scored.signature] if parent_scored else [])},
+        inputs=version_inputs(version, signatures=[s.signature for s in (scored, parent_scored) if s is not None]),
         parameters={"level": level, "n_resamples": n_resamples, "seed": seed, "top": top,
                     **gap.as_dict(), "include_human": include_human, "parent": parent},
         run_id=run_id, started=started)
@@ -179,7 +176,7 @@ def analyse_errors(dataset: str, metric: str, *, parent: str | None = None, leve
     disagreements = worst.as_dict()
     for pair in disagreements["pairs"]:
         pair["reference_names"] = reference_names(facts["info"], pair["references"], pair["item"])
-    return {"run_id": run_id, "dataset": f"{facts['name']}@{facts['number']}", "aspect": facts["aspect"],
+    return {"run_id": run_id, "dataset": version.label, "aspect": facts["aspect"],
             "metric": scored.metric, "signature": scored.signature,
             "parent_signature": parent_scored.signature if parent_scored else None,
             "sensitivity": report.as_dict(), "disagreements": disagreements,
@@ -196,7 +193,7 @@ def show_item(dataset: str, metric: str, item: str, *, min_human_gap: float | No
     scored = one_signature(settings, metric, set(keys))
     shown = item_disagreements(outputs.with_metric(metric_vector(settings, scored, keys)), item,
                                min_human_gap=clear_gap(facts, min_human_gap))
-    return {"dataset": f"{facts['name']}@{facts['number']}", "aspect": facts["aspect"], "metric": scored.metric,
+    return {"dataset": facts["version"].label, "aspect": facts["aspect"], "metric": scored.metric,
             "signature": scored.signature,
             "reference_names": reference_names(facts["info"], shown.references, shown.item),
             **shown.as_dict()}
@@ -218,33 +215,32 @@ def registered_parent(settings: Settings, dataset: str, signature: str) -> str |
     """The scored signature of the registered parent checkpoint of ``signature``'s checkpoint that
     covers ``dataset``'s rated outputs, or None (not a checkpoint, no registered parent, or the
     parent not scored there). The nightly diffs each checkpoint's error analysis against it."""
-    from sqlalchemy import select
-
     from assay.catalog.models import Checkpoint
-    from assay.checkpoints.labels import signature_checkpoint
-    from assay.jobs.evaluation import score_lookup
-    from assay.metrics.signature import short_digest
+    from assay.checkpoints.registry import find
 
-    short = signature_checkpoint(signature)
-    if short is None:
+    stored = scored_signatures(settings)
+    child_digest = next((s.checkpoint for s in stored if s.signature == signature), None)
+    if child_digest is None:
         return None
     with session_scope(settings) as session:
-        child = session.scalars(select(Checkpoint).where(Checkpoint.digest.startswith(short))).first()
-        parent = session.get(Checkpoint, child.parent_id) if child is not None and child.parent_id else None
-        parent_short = short_digest(parent.digest) if parent is not None else None
-    if parent_short is None:
+        try:
+            child = find(session, child_digest)
+        except NotFoundError:  # an unregistered folder's scores
+            return None
+        parent_row = session.get(Checkpoint, child.parent_id) if child.parent_id else None
+        parent = parent_row.ref if parent_row is not None else None
+    if parent is None:
         return None
     _, _, keys = rated_outputs(settings, dataset)
     wanted = set(keys)
-    for scored in scored_signatures(settings):
-        if signature_checkpoint(scored.signature) == parent_short and wanted <= score_lookup(
-                settings, scored, wanted).keys():
+    for scored in stored:
+        if parent.matches(scored.checkpoint) and wanted <= score_lookup(settings, scored, wanted).keys():
             return scored.signature
     return None
 
 
-def compare_on_errors(dataset: str, child: str, parent: str, *, level: str = "category", n_resamples: int = 1000,
-                      seed: int = DEFAULT_SEED, settings: Settings | None = None
+def compare_on_errors(dataset: str | VersionRef, child: str, parent: str, *, level: str = "category",
+                      n_resamples: int = 1000, seed: int = DEFAULT_SEED, settings: Settings | None = None
                       ) -> tuple[dict[str, Any], SensitivityComparison]:
     """(version facts, child - parent sensitivity per error cell, paired over item resamples) for two
     scored signatures (or metric names) on a dataset version's rated outputs; nothing is stored."""
@@ -259,8 +255,6 @@ def compare_on_errors(dataset: str, child: str, parent: str, *, level: str = "ca
 
 
 def metric_vector(settings: Settings, scored: ScoredMetric, keys: Sequence[str]) -> np.ndarray:
-    from assay.jobs.evaluation import score_lookup
-
     found = score_lookup(settings, scored, set(keys))
     return np.array([np.nan if found[k][0] is None else found[k][0] for k in keys], dtype=np.float64)
 

@@ -14,8 +14,13 @@ seed, and metrics are ranked into significance clusters (mt-metrics-eval's rule,
 * everything else (the ``all`` mean, other system-level statistics, DARR Kendall-like): the paired
   bootstrap test (Koehn 2004) on the replicates that give the confidence intervals.
 
-Every statistic, interval, test and cluster is computed by the tested kernels of
-:mod:`assay.stats`; this module gathers the scores and stores the results. Resamples are drawn once
+An evaluation is load -> array kernels -> record. The load step
+(:mod:`assay.jobs.evaluation_inputs`) reads the version's human scores and each candidate's scores
+once, as arrays; the kernels (:mod:`assay.jobs.evaluation_levels` for ``seg`` and ``sys``,
+:mod:`assay.jobs.protocol_wmt23`, :mod:`assay.jobs.protocol_wmt24`) turn them into cells, reading
+nothing, and every statistic, interval, test and cluster in them and here is computed by the
+tested kernels of :mod:`assay.stats`; this module ranks and tests the cells and records the
+results. Resamples are drawn once
 per group (a named stream, :func:`assay.stats.bootstrap.resample_indices`:
 ``numpy.random.default_rng([seed, salt])``, the salt from the group key) and shared by every metric
 and statistic of the group, so replicates are paired; every replicate is computed from the
@@ -43,86 +48,59 @@ draws (:mod:`assay.results.correlations`, :mod:`assay.results.significance`,
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from assay.catalog.dataset_versions import resolve
 from assay.catalog.engine import session_scope
 from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED, Settings, load_settings
-from assay.datasets.human import human_array, human_score
+from assay.datasets.names import VersionRef
 from assay.errors import UsageError
-from assay.jobs import protocol_wmt23, protocol_wmt24
-from assay.jobs.evaluation_cells import (
-    Cell,
-    Resamples,
-    candidate_segment_scores,
-    degenerate_reason,
-    group_means,
-    item_set_digest,
-    score_lookup,
-    wanted_signatures,
-    widest_spread,
-)
+from assay.jobs import evaluation_inputs, protocol_wmt23, protocol_wmt24
+from assay.jobs.evaluation_cells import Cell, Resamples, group_means, item_set_digest
+from assay.jobs.evaluation_levels import MIN_SYSTEMS, darr_cells, segment_cells, system_cells
 from assay.jobs.judgments import JudgmentFilter
-from assay.jobs.official_scores import VersionOfficialScores
 from assay.jobs.protocol_wmt24 import DEFAULT_PERMUTATIONS
-from assay.jobs.runs import RecordedFile, RunRecorder, new_run_id
-from assay.metrics.registry import metric_class
+from assay.jobs.runs import RecordedFile, RunRecorder, new_run_id, version_inputs
 from assay.provenance import code_version
-from assay.results import correlations, segment_scores, significance, system_points
+from assay.results import correlations, significance, system_points
 from assay.results.external_scores import is_external
-from assay.results.segment_scores import ScoredMetric, scored_signatures
+from assay.results.segment_scores import ScoredMetric, scored_signatures, wanted_signatures
 from assay.stats import (
     MetricTies,
     SignificanceClusters,
-    kendall_like_from_pairs,
     metric_ties_for_wmt_year,
     permutation_tests,
     ranking_order,
     shared_ranks,
     significance_clusters,
-    tie_calibration,
     williams_test,
 )
 from assay.stats.bootstrap import paired_bootstrap_p_value
-from assay.stats.resampled import (
-    ResampledPairs,
-    resampled_pair_share,
-    rowwise,
-    scalar_statistic,
-)
+from assay.stats.levels import DEFAULT_STATS, LEVELS, SEG_STATS, SYS_STATS, statistics_at
 from assay.stats.significance import StatisticName
-from assay.stats.system_level import resampled_corpus_scores, resampled_system_scores, system_scores
 
 __all__ = [
     "DEFAULT_STATS",
+    "MIN_SYSTEMS",
     "SEG_STATS",
     "SYS_STATS",
     "ScoredMetric",
     "evaluate",
     "item_set_digest",
-    "score_lookup",
     "scored_signatures",
     "wanted_signatures",
 ]
 
-SEG_STATS = ("pearson", "spearman", "kendall", "kendall_c", "kendall_like", "tau23", "acc23", "acc_t")
-SYS_STATS = ("pearson", "spearman", "kendall", "pairwise_accuracy")
-DEFAULT_STATS = {"seg": ("pearson", "kendall"), "sys": ("pearson", "kendall")}
-MIN_SYSTEMS = 3
-"""System-level groups with fewer judged systems are not correlated."""
 PERMUTATION_NAMES: dict[str, StatisticName] = {
     "pearson": "pearson", "spearman": "spearman", "kendall": "kendall_b", "kendall_c": "kendall_c",
 }
 """Segment-level statistics with a PERM-BOTH test, by their name in :mod:`assay.stats.significance`."""
 
-FloatArray = npt.NDArray[np.float64]
 PairKey = tuple[str, str, str, str, str, str]
 """(level, group, aspect, statistic, better signature, worse signature)."""
 SlotKey = tuple[str, str, str, str]
@@ -145,9 +123,9 @@ def _protocol(info: dict[str, Any], protocol: str | None) -> tuple[str, MetricTi
 
 
 def _check_request(level: str, statistics: Sequence[str] | None) -> list[str]:
-    if level not in ("seg", "sys"):
+    if level not in LEVELS:
         raise UsageError(f"unknown level {level!r} (expected seg or sys)")
-    allowed = SEG_STATS if level == "seg" else SYS_STATS
+    allowed = statistics_at(level)
     chosen = list(statistics or DEFAULT_STATS[level])
     unknown = [s for s in chosen if s not in allowed]
     if unknown:
@@ -161,6 +139,21 @@ def _level_and_statistics(protocol: str | None, level: str, statistics: Sequence
     if protocol is not None and protocol in PROTOCOLS:
         return protocol, list(PROTOCOLS[protocol])
     return level, _check_request(level, statistics)
+
+
+def check_request(dataset: str, *, level: str = "seg", statistics: Sequence[str] | None = None,
+                  protocol: str | None = None, rater: str | None = None,
+                  settings: Settings | None = None) -> None:
+    """Refuse, before anything is computed, what :func:`evaluate` would refuse for its options: an
+    unknown dataset version, level or statistic, or a ``rater`` the version has no scores of (wmt23
+    reads no rater). ``assay evaluate`` calls it before its flow starts; the checks are
+    :func:`evaluate`'s own (:func:`_level_and_statistics`, :meth:`JudgmentFilter.rater_scores`)."""
+    settings = settings or load_settings()
+    level, _ = _level_and_statistics(protocol, level, statistics)
+    with session_scope(settings) as session:
+        store_path = resolve(session, dataset).store_path
+    if rater is not None and level != protocol_wmt23.PROTOCOL:
+        JudgmentFilter(rater=rater).rater_scores(settings, store_path)
 
 
 def evaluate(
@@ -197,18 +190,17 @@ def evaluate(
     request = _Request(level, chosen, seed, n_resamples, protocol, tuple(exclude_groups), include_human, rater,
                        n_permutations, permutation_seed, all_submissions)
     computed = _compute(settings, dataset, metrics, request)
-    name, number, digest = computed.name, computed.number, computed.digest
+    version = computed.version
     protocol_name, cells, skipped, p_values = computed.protocol, computed.cells, computed.skipped, computed.p_values
     run_id = new_run_id()
-    version_fields = {"run_id": run_id, "dataset": name, "version_number": number}
-    records = _correlation_records(_ranked_rows(cells, p_values, alpha, level), version_fields, digest, level,
+    version_fields = {"run_id": run_id, "dataset": version.name, "version_number": version.number}
+    records = _correlation_records(_ranked_rows(cells, p_values, alpha, level), run_id, version, level,
                                    protocol_name, computed.protocol_signature, seed, n_resamples)
-    files = _write(settings, name, run_id, records, _significance_records(p_values, version_fields),
+    files = _write(settings, version.name, run_id, records, _significance_records(p_values, version_fields),
                    _system_point_records(cells, version_fields, level, chosen[0]))
     recorder = RunRecorder(
         settings, "evaluate",
-        inputs={"dataset": name, "version": number, "dataset_digest": digest,
-                "signatures": sorted({c.scored.signature for c in cells})},
+        inputs=version_inputs(version, signatures=sorted({c.scored.signature for c in cells})),
         parameters={"level": level, "statistics": chosen, "seed": seed, "n_resamples": n_resamples,
                     "alpha": alpha, "protocol": protocol_name, "exclude_groups": sorted(set(exclude_groups)),
                     "metrics": list(metrics or []), "include_human": include_human, "rater": rater,
@@ -219,7 +211,7 @@ def evaluate(
         run_id=run_id, started=started)
     seconds = recorder.record({"rows": len(records), "skipped": skipped, "files": [f.path for f in files]}, files)
     public = [{k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in r.items()} for r in records]
-    return {"run_id": run_id, "dataset": f"{name}@{number}", "level": level, "protocol": protocol_name,
+    return {"run_id": run_id, "dataset": version.label, "level": level, "protocol": protocol_name,
             "protocol_signature": computed.protocol_signature, "rows": public, "skipped": skipped,
             "notes": computed.notes, "seconds": seconds}
 
@@ -228,9 +220,7 @@ def evaluate(
 class _Computed:
     """What an evaluation computes before it writes anything."""
 
-    name: str
-    number: int
-    digest: str
+    version: VersionRef
     protocol: str
     cells: list[Cell]
     skipped: list[str]
@@ -260,13 +250,13 @@ class _Request:
     """WMT23: the contrastive submissions too, not only the primary ones."""
 
 
-def _compute(settings: Settings, dataset: str, metrics: Sequence[str] | None, request: _Request) -> _Computed:
+def _compute(settings: Settings, dataset: str | VersionRef, metrics: Sequence[str] | None,
+             request: _Request) -> _Computed:
     """The correlation cells (with the group means) and pairwise p-values of the wanted signatures,
     from the stored segment scores; nothing is written."""
     with session_scope(settings) as session:
         version = resolve(session, dataset)
-        name, number, digest, store_path, info = (version.dataset.name, version.number, version.digest,
-                                                  version.store_path, dict(version.info))
+        ref, store_path, info = version.ref, version.store_path, dict(version.info)
     level, chosen, seed, n_resamples = request.level, request.statistics, request.seed, request.n_resamples
     protocol_name, metric_ties = _protocol(info, request.protocol)
     candidates = wanted_signatures(scored_signatures(settings), metrics)
@@ -278,42 +268,63 @@ def _compute(settings: Settings, dataset: str, metrics: Sequence[str] | None, re
                                  rater=request.rater)
         permutation_seed = protocol_wmt24.DEFAULT_PERMUTATION_SEED if request.permutation_seed is None \
             else request.permutation_seed
-        cells, skipped = protocol_wmt24.wmt24_cells(settings, store_path, candidates, resamples, rows,
-                                                    n_permutations=request.n_permutations, seed=permutation_seed,
-                                                    dataset=f"{name}@{number}", info=info)
+        wmt24 = evaluation_inputs.load_wmt24(settings, store_path, info, candidates, rows, dataset=ref.label)
+        cells = protocol_wmt24.wmt24_cells(wmt24.grids, wmt24.scores, resamples, n_permutations=request.n_permutations,
+                                           seed=permutation_seed)
+        skipped = wmt24.skipped
         settings_text = protocol_wmt24.signature(request.n_permutations, permutation_seed)
     elif level == protocol_wmt23.PROTOCOL:
         # the version's official submissions, with segment scores or not (some are system-level only)
         stored = {c.signature for c in candidates}
         candidates += [c for c in wanted_signatures(protocol_wmt23.official_candidates(info), metrics)
                        if c.signature not in stored]
-        evaluated = protocol_wmt23.wmt23_cells(
-            settings, store_path, info, candidates, resamples, exclude_groups=request.exclude_groups,
-            include_human=request.include_human, all_submissions=request.all_submissions or bool(metrics),
-            dataset=f"{name}@{number}")
-        cells, skipped, notes, settings_text = evaluated.cells, evaluated.skipped, evaluated.notes, evaluated.signature
+        all_submissions = request.all_submissions or bool(metrics)
+        wmt23 = evaluation_inputs.load_wmt23(settings, store_path, info, candidates,
+                                             exclude_groups=request.exclude_groups,
+                                             include_human=request.include_human, all_submissions=all_submissions)
+        evaluated = protocol_wmt23.wmt23_cells(wmt23.pairs, wmt23.scores, resamples, all_submissions=all_submissions)
+        cells, skipped, notes, settings_text = evaluated.cells, wmt23.skipped, evaluated.notes, evaluated.signature
         rows = None
     else:
         rows = JudgmentFilter.of(info, exclude_groups=request.exclude_groups, include_human=request.include_human,
                                  rater=request.rater)
         if level == "seg":
-            cells, skipped = _segment_cells(settings, store_path, info, candidates, chosen, metric_ties, resamples,
-                                            rows)
+            segment_level = evaluation_inputs.load_segment_level(settings, store_path, info, candidates, rows,
+                                                                 rankings="kendall_like" in chosen)
+            cells, skipped = _segment_level_cells(segment_level, chosen, metric_ties, resamples), segment_level.skipped
         else:
-            cells, skipped = _system_cells(settings, store_path, info, candidates, chosen, resamples, rows)
+            system_level = evaluation_inputs.load_system_level(settings, store_path, info, candidates, rows)
+            cells = [c for scored, slots in system_level.scores for c in system_cells(scored, slots, chosen, resamples)]
+            skipped = system_level.skipped
         settings_text = f"level:{level}" + (f"|darr_ties:{metric_ties}" if "kendall_like" in chosen else "")
     if rows is not None and rows.drop_human:
         notes.append("human translations (is_human) are not candidates; include them with --include-human")
     if not cells:
-        raise UsageError(_nothing_to_evaluate(name, number, dataset, level, skipped))
+        raise UsageError(_nothing_to_evaluate(ref, str(dataset), level, skipped))
     if level not in PROTOCOLS:  # a protocol computes its own mean over language pairs
         cells += group_means(cells)
     p_values = _significance(cells, level, seed, n_resamples)
-    return _Computed(name, number, digest, protocol_name, cells, skipped, p_values, notes,
+    return _Computed(ref, protocol_name, cells, skipped, p_values, notes,
                      _signature(protocol_name, settings_text, request, rows), permutation_seed)
 
 
-def _nothing_to_evaluate(name: str, number: int, dataset: str, level: str, skipped: list[str]) -> str:
+def _segment_level_cells(loaded: evaluation_inputs.SegmentLevelInputs, statistics: Sequence[str],
+                         metric_ties: MetricTies, resamples: Resamples) -> list[Cell]:
+    """The segment-level kernels on what was loaded: every metric's correlations, then every metric's
+    WMT DARR Kendall-like."""
+    cells: list[Cell] = []
+    if loaded.segments is not None:
+        segments = loaded.segments
+        cells += [c for scored, scores in loaded.scores
+                  for c in segment_cells(scored, segments, scores, statistics, resamples)]
+    if loaded.rankings is not None:
+        rankings = loaded.rankings
+        cells += [c for scored, better, worse in loaded.ranked_scores
+                  for c in darr_cells(scored, rankings, better, worse, metric_ties, resamples)]
+    return cells
+
+
+def _nothing_to_evaluate(version: VersionRef, dataset: str, level: str, skipped: list[str]) -> str:
     """Why no metric could be evaluated, and what to run."""
     if level == "seg":
         hint = "score it first, e.g. `assay score --dataset " + dataset + " --metric sentbleu`"
@@ -322,7 +333,7 @@ def _nothing_to_evaluate(name: str, number: int, dataset: str, level: str, skipp
                 + " --metric bleu --scope outputs`")
     else:
         hint = "score it first, e.g. `assay score --dataset " + dataset + " --metric sentbleu`"
-    return (f"no metric scores cover {name}@{number} at level {level}; {hint}"
+    return (f"no metric scores cover {version.label} at level {level}; {hint}"
             + (f" (incomplete: {', '.join(skipped)})" if skipped else ""))
 
 
@@ -350,7 +361,7 @@ class PairedComparison:
     """(group, aspect, statistic, better, worse) -> (one-sided p-value, test)"""
 
 
-def compare_signatures(dataset: str, *, level: str, signatures: Sequence[str], statistics: Sequence[str],
+def compare_signatures(dataset: str | VersionRef, *, level: str, signatures: Sequence[str], statistics: Sequence[str],
                        seed: int = DEFAULT_SEED, n_resamples: int = DEFAULT_RESAMPLES, protocol: str | None = None,
                        exclude_groups: Sequence[str] = (), n_permutations: int = DEFAULT_PERMUTATIONS,
                        permutation_seed: int | None = None, settings: Settings | None = None) -> PairedComparison:
@@ -375,16 +386,17 @@ def compare_signatures(dataset: str, *, level: str, signatures: Sequence[str], s
                              if lv in wanted})
 
 
-def _correlation_records(rows: list[tuple[Cell, int | None, int | None]], version_fields: dict[str, Any],
-                         digest: str, level: str, protocol: str, protocol_signature: str, seed: int,
+def _correlation_records(rows: list[tuple[Cell, int | None, int | None]], run_id: str, version: VersionRef,
+                         level: str, protocol: str, protocol_signature: str, seed: int,
                          n_resamples: int) -> list[dict[str, Any]]:
     now = datetime.now(UTC)
     records = []
     for c, rank, cluster in rows:
         ci_low, ci_high = c.interval()
         records.append({
-            **version_fields, "version_digest": digest, "level": c.level or level, "group": c.group, "aspect": c.aspect,
-            "metric": c.scored.metric, "signature": c.scored.signature, "statistic": c.statistic, "value": c.value,
+            "run_id": run_id, **version.columns(), "level": c.level or level, "group": c.group, "aspect": c.aspect,
+            "metric": c.scored.metric, "signature": c.scored.signature,
+            "checkpoint_digest": c.scored.checkpoint_digest, "statistic": c.statistic, "value": c.value,
             "ci_low": ci_low, "ci_high": ci_high, "n": c.n, "unit": c.unit, "n_excluded": c.n_excluded,
             "item_set": c.item_set, "protocol": protocol, "rank": rank, "cluster": cluster,
             "epsilon": c.epsilon, "degenerate": c.degenerate, "official": is_external(c.scored.signature),
@@ -419,189 +431,6 @@ def _write(settings: Settings, dataset: str, run_id: str, records: list[dict[str
     if points:
         written.append((system_points.write(settings, dataset, run_id, points), system_points.STORE, len(points)))
     return [RecordedFile.of(settings, path, kind, rows) for path, kind, rows in written]
-
-
-# --- cells and their shared resamples -------------------------------------------------------------
-
-# --- segment level --------------------------------------------------------------------------------
-
-def _statistic(statistic: str, human: FloatArray, metric: FloatArray, pairs: ResampledPairs
-               ) -> tuple[float, FloatArray, float | None]:
-    """(point estimate, replicates, calibrated tie threshold or None) of one statistic; NaN where
-    undefined."""
-    if human.size < 2:
-        return float("nan"), np.full(pairs.counts.shape[0], np.nan), None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # scipy warns on constant input; the value is NaN
-        if statistic == "acc_t":
-            calibrated = tie_calibration(human, metric, statistic="acc_23")
-            return float(calibrated.value), pairs.acc23(calibrated.epsilon), calibrated.epsilon
-        return scalar_statistic(statistic)(human, metric), pairs.statistic(statistic), None
-
-
-def _segment_cells(settings: Settings, store_path: str, info: dict[str, Any], candidates: list[ScoredMetric],
-                   statistics: Sequence[str], metric_ties: MetricTies, resamples: Resamples, rows: JudgmentFilter
-                  ) -> tuple[list[Cell], list[str]]:
-    """The cells of every segment-level metric, and the signatures left out for unscored segments.
-    An official submission's scores are the version's own (:mod:`assay.jobs.official_scores`);
-    another version's submissions are not evaluated here."""
-    segments = rows.table(settings, store_path, "segments")
-    darr = (_darr_cells(settings, store_path, candidates, metric_ties, resamples, rows)
-            if "kendall_like" in statistics else [])
-    if segments.num_rows == 0:
-        return darr, []  # e.g. WMT18: relative rankings only
-    seg = segments.select(["group", "aspect", "system", "segment_id", "source", "references", "candidate", "human_z",
-                           "human_raw"]).to_pydict()
-    keys = [segment_scores.segment_key(s, r, c)
-            for s, r, c in zip(seg["source"], seg["references"], seg["candidate"], strict=True)]
-    human = human_array(seg)
-    groups: dict[tuple[str, str], list[int]] = {}
-    for i, (g, a) in enumerate(zip(seg["group"], seg["aspect"], strict=True)):
-        groups.setdefault((g, a), []).append(i)
-    correlated = [s for s in statistics if s != "kendall_like"]
-    cells: list[Cell] = []
-    skipped: list[str] = []
-    official = VersionOfficialScores(settings, store_path, info)
-    for scored in candidates:
-        if scored.has_sufficient_statistics:
-            continue  # a corpus-level metric (BLEU): its segment scores are another metric's (sentbleu)
-        found = candidate_segment_scores(settings, scored, official, seg, keys)
-        if found is None or isinstance(found, str):
-            skipped += [found] if found else []
-            continue
-        scores = found
-        for (group, aspect), index in sorted(groups.items()):
-            idx = np.array(index)
-            ok = idx[~np.isnan(human[idx]) & ~np.isnan(scores[idx])]
-            item_set = item_set_digest([keys[i] for i in ok])
-            h, m = human[ok], scores[ok]
-            pairs = ResampledPairs(h, m, resamples.counts(f"seg/{group}/{aspect}", len(ok)))
-            spread = widest_spread(m, h)
-            for statistic in correlated:
-                value, replicates, epsilon = _statistic(statistic, h, m, pairs)
-                cells.append(Cell(group, aspect, statistic, scored, None if np.isnan(value) else value, replicates,
-                                  len(ok), len(idx) - len(ok), item_set, h, m, unit="segments", epsilon=epsilon,
-                                  degenerate=degenerate_reason(spread, epsilon=epsilon)))
-    return cells + darr, skipped
-
-
-def _darr_cells(settings: Settings, store_path: str, candidates: list[ScoredMetric], metric_ties: MetricTies,
-                resamples: Resamples, rows: JudgmentFilter) -> list[Cell]:
-    """WMT DARR Kendall-like from relative-ranking pairs over full test-set outputs."""
-    rankings = rows.table(settings, store_path, "rankings").to_pylist()
-    if not rankings:
-        return []
-    outputs = rows.table(settings, store_path, "outputs").to_pylist()
-    key_of = {(o["group"], o["system"], o["segment_id"]): segment_scores.segment_key(o["source"], o["references"],
-                                                                                       o["candidate"])
-              for o in outputs}
-    pairs = [(r["group"], key_of.get((r["group"], r["better_system"], r["segment_id"])),
-              key_of.get((r["group"], r["worse_system"], r["segment_id"]))) for r in rankings]
-    pairs_found = [(g, b, w) for g, b, w in pairs if b and w]
-    cells = []
-    keys: set[str] = {k for _, b, w in pairs_found for k in (b, w) if k}
-    for scored in candidates:
-        if scored.has_sufficient_statistics or is_external(scored.signature):
-            continue  # corpus-level metric: not a segment-level metric; official scores: no DARR data
-        lookup = score_lookup(settings, scored, keys)
-        if not keys <= lookup.keys():
-            continue
-        by_group: dict[str, list[tuple[float | None, float | None]]] = {}
-        for group, better, worse in pairs_found:
-            if better and worse:
-                by_group.setdefault(group, []).append((lookup[better][0], lookup[worse][0]))
-        for group, values in sorted(by_group.items()):
-            b = np.array([v[0] for v in values], dtype=np.float64)
-            w = np.array([v[1] for v in values], dtype=np.float64)
-            result = kendall_like_from_pairs(b, w, metric_ties=metric_ties)
-            replicates = resampled_pair_share(b, w, resamples.indices(f"darr/{group}", len(b)),
-                                              ties_are_discordant=metric_ties == "discordant")
-            differences = np.abs(b - w)[~np.isnan(b - w)]
-            spread = float(differences.max()) if differences.size else None
-            cells.append(Cell(group, "darr", "kendall_like", scored, result.value, replicates, len(b), 0,
-                              item_set_digest([f"{x}>{y}" for g, x, y in pairs_found if g == group and x and y]),
-                              unit="pairs", degenerate=degenerate_reason(spread, within="relative-ranking pair")))
-    return cells
-
-
-# --- system level ---------------------------------------------------------------------------------
-
-def _system_cells(settings: Settings, store_path: str, info: dict[str, Any], candidates: list[ScoredMetric],
-                  statistics: Sequence[str], resamples: Resamples, judgments: JudgmentFilter
-                  ) -> tuple[list[Cell], list[str]]:
-    """The cells of every metric scored on the full test sets, and the signatures left out. An
-    official submission's system scores are the submitted ones (never means of its segment
-    scores); they cannot be recomputed on resampled items, so they have no bootstrap interval, and
-    they are compared by Williams' test (Pearson) only."""
-    systems = judgments.table(settings, store_path, "systems").to_pylist()
-    outputs = judgments.table(settings, store_path, "outputs")
-    if not systems or outputs.num_rows == 0:
-        return [], []
-    out = outputs.to_pydict()
-    by_system: dict[tuple[str, str], dict[str, str]] = {}
-    for g, s, sid, src, refs, cand in zip(out["group"], out["system"], out["segment_id"], out["source"],
-                                         out["references"], out["candidate"], strict=True):
-        by_system.setdefault((g, s), {})[sid] = segment_scores.segment_key(src, refs, cand)
-    groups: dict[tuple[str, str], list[tuple[dict[str, Any], float]]] = {}
-    for row in systems:
-        judged = human_score(row["human_z"], row["human_raw"])
-        if row["output_system"] and judged is not None and (row["group"], row["output_system"]) in by_system:
-            groups.setdefault((row["group"], row["aspect"]), []).append((row, float(judged)))
-    all_keys = {k for rows in groups.values() for r, _ in rows
-                for k in by_system[(r["group"], r["output_system"])].values()}
-    cells: list[Cell] = []
-    skipped: list[str] = []
-    official = VersionOfficialScores(settings, store_path, info)
-    for scored in candidates:
-        external = is_external(scored.signature)
-        lookup = {} if external else score_lookup(settings, scored, all_keys)
-        if not external and not all_keys <= lookup.keys():
-            if lookup:
-                skipped.append(f"{scored.signature} ({len(all_keys - lookup.keys())} outputs unscored)")
-            continue
-        # the corpus aggregate is the metric's own (its formula lives with the metric)
-        corpus_score = (metric_class(scored.metric).corpus_scorer(scored.signature)
-                        if scored.has_sufficient_statistics else None)
-        for (group, aspect), rows in sorted(groups.items()):
-            if len(rows) < MIN_SYSTEMS:
-                continue
-            items = sorted(set.intersection(*(set(by_system[(group, r["output_system"])]) for r, _ in rows)),
-                           key=lambda s: (len(s), s))
-            human = np.array([h for _, h in rows], dtype=np.float64)
-            counts = resamples.counts(f"sys/{group}/{aspect}", len(items))
-            if external:
-                submitted = official.system_scores(scored.signature, group, [r["output_system"] for r, _ in rows])
-                if submitted is None:
-                    continue
-                metric_sys, resampled = submitted, np.full((counts.shape[0], len(rows)), np.nan)
-            else:
-                keys = [[by_system[(group, r["output_system"])][i] for i in items] for r, _ in rows]
-                metric_sys, resampled = _system_scores(lookup, keys, counts, corpus_score)
-            item_set = item_set_digest([r["system"] for r, _ in rows] + [f"items:{len(items)}"])
-            names = [r["system"] for r, _ in rows]
-            degenerate = degenerate_reason(widest_spread(metric_sys, human))
-            for statistic in statistics:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # constant system scores: the value is NaN
-                    value = scalar_statistic(statistic)(human, metric_sys)
-                    replicates = rowwise(statistic, human, resampled)
-                cells.append(Cell(group, aspect, statistic, scored, None if np.isnan(value) else value,
-                                  replicates, len(rows), 0, item_set, human, metric_sys,
-                                  names, unit="systems", degenerate=degenerate))
-    return cells, skipped
-
-
-def _system_scores(lookup: dict[str, tuple[float | None, Any]], keys: list[list[str]], counts: FloatArray,
-                   corpus_score: Any) -> tuple[FloatArray, FloatArray]:
-    """(system scores, replicates x systems) of a metric Assay scored: the corpus score from summed
-    sufficient statistics where it has one (corpus BLEU), else the mean of its segment scores."""
-    if corpus_score is not None:
-        # systems x items x sufficient statistics; the system score is the corpus score
-        stats = np.array([[lookup[k][1] for k in row] for row in keys], dtype=np.float64)
-        return (resampled_corpus_scores(stats, np.ones((1, len(keys[0]))), corpus_score)[0],
-                resampled_corpus_scores(stats, counts, corpus_score))
-    matrix = np.array([[lookup[k][0] for k in row] for row in keys], dtype=np.float64)
-    return system_scores(matrix), resampled_system_scores(matrix, counts)
 
 
 # --- ranks, significance and clusters -------------------------------------------------------------

@@ -6,8 +6,8 @@ A :class:`Cell` is one (group, aspect, statistic, metric) number of :mod:`assay.
 replicates, the unit its ``n`` counts, and whether it is degenerate (:func:`degenerate_reason`);
 :class:`Resamples` draws the bootstrap resamples of a group once, so every metric and statistic of
 the group is paired (the paired bootstrap test compares replicates drawn from the same resamples).
-:func:`wanted_signatures` and :func:`score_lookup` say which stored signatures are evaluated and
-read their segment scores.
+Nothing here reads or writes a store: the kernels that make cells (:mod:`assay.jobs.evaluation_levels`
+and the protocols) take arrays that :mod:`assay.jobs.evaluation_inputs` loaded.
 """
 
 from __future__ import annotations
@@ -15,15 +15,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from assay.config import Settings
-from assay.jobs.official_scores import VersionOfficialScores
-from assay.results import segment_scores
-from assay.results.external_scores import is_external
 from assay.results.segment_scores import ScoredMetric
 from assay.stats.bootstrap import percentile_interval, resample_indices
 from assay.stats.resampled import resample_counts
@@ -82,22 +77,6 @@ class Cell:
         """Both cells correlate the same human scores on the same items (a paired test applies)."""
         return (self.paired_test and other.paired_test and self.human is not None and other.human is not None
                 and self.item_set == other.item_set)
-
-
-def wanted_signatures(candidates: list[ScoredMetric], metrics: Sequence[str] | None) -> list[ScoredMetric]:
-    """The candidates a request names (a metric name, a signature or a signature prefix); all
-    of them when it names none."""
-    if not metrics:
-        return candidates
-    return [c for c in candidates if any(c.metric == m or c.signature == m or c.signature.startswith(m + "|")
-                                         for m in metrics)]
-
-
-def score_lookup(settings: Settings, scored: ScoredMetric, keys: set[str]) -> dict[str, tuple[float | None, Any]]:
-    """segment key -> (score, sufficient statistics) of the stored rows of ``keys``."""
-    table = segment_scores.read_scores(settings, scored.metric, scored.signature, keys)
-    return {k: (s, st) for k, s, st in zip(table.column("key").to_pylist(), table.column("score").to_pylist(),
-                                           table.column("stats").to_pylist(), strict=True)}
 
 
 class Resamples:
@@ -194,30 +173,3 @@ def group_means(cells: list[Cell], *, min_groups: int = 2) -> list[Cell]:
                         if degenerate else None)))
     return means
 
-
-def candidate_segment_scores(settings: Settings, scored: ScoredMetric, official: VersionOfficialScores,
-                             seg: dict[str, list[Any]], keys: Sequence[str], needed: Sequence[int] | None = None
-                             ) -> FloatArray | str | None:
-    """The score ``scored`` gave each judgment row of ``seg`` (columns ``group``, ``system``,
-    ``segment_id``; ``keys`` their segment keys), from its one source: an official submission of
-    the version reads its submitted scores per (system, segment) (:mod:`assay.jobs.official_scores`:
-    the segment-score store keys by content and cannot hold two systems' different scores for one
-    output); every other metric reads the segment-score store by key.
-
-    Only the ``needed`` rows (all by default) are looked up; the others are NaN, as is an undefined
-    score. Returns a reason (``"<signature> (N segments unscored)"``) when the store lacks some
-    needed segments, and None when the candidate is not evaluated here at all (another version's
-    submission, one without segment scores, or a metric with no score on these segments)."""
-    if is_external(scored.signature):
-        return official.segment_scores(scored.signature, seg["group"], seg["system"], seg["segment_id"], needed)
-    index = range(len(keys)) if needed is None else needed
-    wanted = {keys[i] for i in index}
-    lookup = score_lookup(settings, scored, wanted)
-    if not wanted <= lookup.keys():
-        return f"{scored.signature} ({len(wanted - lookup.keys())} segments unscored)" if lookup else None
-    scores = np.full(len(keys), np.nan)
-    for i in index:
-        value = lookup[keys[i]][0]
-        if value is not None:
-            scores[i] = value
-    return scores

@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 from assay.config import Settings
 from assay.datasets import store
 from assay.datasets.names import VersionRef
-from assay.jobs.runs import RecordedFile, RunRecorder
+from assay.jobs.runs import RecordedFile, RunRecorder, version_inputs
 from assay.jobs.signature_lock import signature_lock
 from assay.results import segment_scores
 from assay.results.external_scores import ExternalMetric, has_scores, parse_external, write_scores
@@ -78,11 +78,8 @@ def plan_external_scores(outputs: pa.Table, metric_scores: pa.Table, metrics: li
     """Per variant of ``metrics``, its segment scores by segment key (the ``outputs`` row of the same
     group, system and segment). ``metric_scores`` rows without an ``outputs`` row cannot occur in a
     parsed version (the parser refuses scores of systems without output)."""
-    key_of = {
-        (g, s, seg): segment_scores.segment_key(src, refs, cand)
-        for g, s, seg, src, refs, cand in zip(*(outputs.column(c).to_pylist() for c in (
-            "group", "system", "segment_id", "source", "references", "candidate")), strict=True)
-    }
+    key_of = dict(zip(zip(*(outputs.column(c).to_pylist() for c in ("group", "system", "segment_id")), strict=True),
+                      segment_scores.segment_keys(outputs), strict=True))
     seg = metric_scores.filter(pc.equal(metric_scores.column("level"), "seg"))
     wanted = {(m.name, m.reference): m for m in metrics}
     grouped: dict[tuple[str, str], dict[str, list[float]]] = {}
@@ -138,8 +135,7 @@ def write_external_scores(settings: Settings, plan: ExternalPlan, version: Versi
                "conflicting_keys": sum(v.conflicting_keys for v in plan.variants)}
     if not files:
         return {**summary, "run_id": None}
-    recorder.inputs = {"dataset": version.name, "version": version.number, "dataset_digest": version.digest,
-                       "signatures": written}
+    recorder.inputs = version_inputs(version, signatures=written)
     recorder.record({**summary, "files": [f.path for f in files]}, files)
     return {**summary, "run_id": run_id}
 

@@ -65,7 +65,7 @@ from assay.jobs.external_scores import (
     plan_external_scores,
     write_external_scores,
 )
-from assay.jobs.runs import RunRecorder
+from assay.jobs.runs import RunRecorder, version_inputs
 from assay.provenance import code_version, table_digest
 
 #: the key of ``DatasetVersion.info`` (and of the manifest) that holds :func:`source_key`
@@ -344,9 +344,8 @@ def _store(settings: Settings, path: Path, parsed: ParsedDataset, key: dict[str,
     )
     recorder = RunRecorder(
         settings, "ingest",
-        inputs={"source_path": str(path), "source_files": [{"path": f["path"], "sha256": f["sha256"]}
-                                                           for f in source_files],
-                "dataset": name, "version": version.number, "dataset_digest": digest},
+        inputs=version_inputs(version, source_path=str(path),
+                              source_files=[{"path": f["path"], "sha256": f["sha256"]} for f in source_files]),
         parameters={"format": parsed.format, "name": given_name, "options": {**all_options, **split},
                     "reparse": reparse},
         started=started,

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 from assay.config import Settings
 from assay.datasets import store
-from assay.datasets.rater_scores import read_rater_scores, score_kind
+from assay.datasets.rater_scores import RaterScores, read_rater_scores, score_kind
 from assay.errors import UsageError
 
 #: raters named in the message that refuses an unknown one (ESA releases have hundreds)
@@ -65,7 +65,9 @@ class JudgmentFilter:
             table = self._one_rater(settings, store_path, name, table)
         return table
 
-    def _one_rater(self, settings: Settings, store_path: str, name: str, table: pa.Table) -> pa.Table:
+    def rater_scores(self, settings: Settings, store_path: str) -> RaterScores:
+        """The version's per-rater scores, refusing a version that has none or none of ``rater``
+        (``assay evaluate`` asks before its flow starts, so a bad ``--rater`` costs no run)."""
         scores = read_rater_scores(settings, store_path)
         if scores is None:
             raise UsageError("--rater needs per-rater scores, which only MQM releases (ratings) and ESA releases "
@@ -75,6 +77,11 @@ class JudgmentFilter:
             shown = ", ".join(raters[:_RATERS_LISTED]) + (f" and {len(raters) - _RATERS_LISTED} more"
                                                           if len(raters) > _RATERS_LISTED else "")
             raise UsageError(f"no rater {self.rater!r} in this version ({len(raters)} raters: {shown})")
+        return scores
+
+    def _one_rater(self, settings: Settings, store_path: str, name: str, table: pa.Table) -> pa.Table:
+        scores = self.rater_scores(settings, store_path)
+        assert self.rater is not None  # table() asks for one rater's scores only with a rater
         if name == "systems":
             raise UsageError("--rater works on segment scores: use --level seg, or --protocol wmt24 (whose "
                              "system level is computed from the segment scores)")

@@ -29,12 +29,11 @@ from assay.config import DEFAULT_SEED, Settings, load_settings
 from assay.datasets import store
 from assay.datasets.human import human_score
 from assay.errors import UsageError
-from assay.jobs.evaluation import score_lookup, wanted_signatures
-from assay.jobs.runs import RecordedFile, RunRecorder, new_run_id
+from assay.jobs.runs import RecordedFile, RunRecorder, new_run_id, version_inputs
 from assay.provenance import code_version
 from assay.results import model_selection as stored
 from assay.results import segment_scores
-from assay.results.segment_scores import ScoredMetric, scored_signatures
+from assay.results.segment_scores import ScoredMetric, score_lookup, scored_signatures, wanted_signatures
 from assay.stats import pearson
 from assay.stats.model_selection import model_selection, sample_hybrid_systems
 
@@ -76,13 +75,12 @@ def select_models(
         raise UsageError(f"--candidates must lie in 1..{n_hybrid} (the number of hybrids), got {n_candidates}")
     with session_scope(settings) as session:
         version = resolve(session, dataset)
-        name, number, digest, store_path = version.dataset.name, version.number, version.digest, version.store_path
+        ref, store_path = version.ref, version.store_path
     table = store.read_table(settings, store_path, "segments")
     if table.num_rows == 0:
-        raise UsageError(f"{name}@{number} has no segment-level judgments to build hybrid systems from")
+        raise UsageError(f"{ref.label} has no segment-level judgments to build hybrid systems from")
     seg = table.to_pydict()
-    keys = [segment_scores.segment_key(s, r, c)
-            for s, r, c in zip(seg["source"], seg["references"], seg["candidate"], strict=True)]
+    keys = segment_scores.segment_keys(seg)
     groups: dict[tuple[str, str], list[int]] = {}
     for i, (g, a) in enumerate(zip(seg["group"], seg["aspect"], strict=True)):
         groups.setdefault((g, a), []).append(i)
@@ -111,7 +109,7 @@ def select_models(
                                      seed=seed)
             hybrid_r = pearson(hybrids.human, hybrids.metric).value if n_hybrid > 1 else None
             records.append({
-                "run_id": run_id, "dataset": name, "version_number": number, "version_digest": digest,
+                "run_id": run_id, **ref.columns(),
                 "group": group, "aspect": aspect, "metric": scored.metric, "signature": scored.signature,
                 "hits_at_1": result.hits_at_1, "mrr": result.mrr, "mean_abs_human_diff": result.mean_abs_human_diff,
                 "hybrid_human_metric_pearson": hybrid_r, "n_systems": len(systems), "n_items": len(items),
@@ -119,21 +117,20 @@ def select_models(
                 "code_version": code_version(), "created_at": now,
             })
     if not records:
-        raise UsageError(f"no metric has scores for every system and item of {name}@{number}; score it first, "
+        raise UsageError(f"no metric has scores for every system and item of {ref.label}; score it first, "
                          f"e.g. `assay score --dataset {dataset} --metric sentbleu`"
                          + (f" ({'; '.join(skipped)})" if skipped else ""))
-    path = stored.write(settings, name, run_id, records)
+    path = stored.write(settings, ref.name, run_id, records)
     seconds = RunRecorder(
         settings, "select",
-        inputs={"dataset": name, "version": number, "dataset_digest": digest,
-                "signatures": sorted({r["signature"] for r in records})},
+        inputs=version_inputs(ref, signatures=sorted({r["signature"] for r in records})),
         parameters={"n_hybrid": n_hybrid, "n_candidates": n_candidates, "n_trials": n_trials, "seed": seed,
                     "metrics": list(metrics or [])},
         run_id=run_id, started=started,
     ).record({"rows": len(records), "skipped": skipped, "files": [str(path)]},
              [RecordedFile.of(settings, path, stored.STORE, len(records))])
     public = [{k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in r.items()} for r in records]
-    return {"run_id": run_id, "dataset": f"{name}@{number}", "rows": public, "skipped": skipped,
+    return {"run_id": run_id, "dataset": ref.label, "rows": public, "skipped": skipped,
             "seconds": seconds}
 
 

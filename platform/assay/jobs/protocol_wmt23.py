@@ -46,6 +46,10 @@ resample items (source segments), shared by every metric; the system-level stati
 systems, shared by every metric, because an official system score cannot be recomputed from
 resampled segments. The average's replicate is the weighted sum of its parts' replicates. Metrics
 are compared with Williams' test (system Pearson) or the paired bootstrap test (the rest).
+
+This module reads nothing: :func:`assay.jobs.evaluation_inputs.load_wmt23` reads the version's
+tables and scores and arranges them with :func:`pair_judgments` and :func:`metric_matrices`;
+:func:`wmt23_cells` is the kernel, on those arrays.
 """
 
 from __future__ import annotations
@@ -56,8 +60,6 @@ from typing import Any
 
 import numpy as np
 
-from assay.config import Settings
-from assay.datasets import store
 from assay.datasets.formats.mtme_meta import facts_for
 from assay.datasets.human import human_score
 from assay.errors import UsageError
@@ -67,14 +69,13 @@ from assay.jobs.evaluation_cells import (
     Resamples,
     degenerate_reason,
     item_set_digest,
-    score_lookup,
     widest_spread,
 )
 from assay.jobs.official_scores import OfficialScores, official_candidates
 from assay.metrics.registry import metric_class
 from assay.results import segment_scores
 from assay.results.external_scores import ExternalMetric, parse_external
-from assay.results.segment_scores import ScoredMetric
+from assay.results.segment_scores import ScoredMetric, ScoreLookup
 from assay.stats.correlation import pearson
 from assay.stats.grouped_acc import per_group_pairwise, resampled_grouped_mean
 from assay.stats.pairwise import pair_counts, tie_calibration
@@ -123,15 +124,14 @@ class Evaluated:
     """What :func:`wmt23_cells` computed."""
 
     cells: list[Cell]
-    skipped: list[str]
     notes: list[str]
     signature: str
     """The protocol's settings, for every row's ``protocol_signature``."""
 
 
 @dataclass
-class _Pair:
-    """One language pair's candidate systems and items, with the human scores."""
+class PairJudgments:
+    """One language pair's candidate systems and items, with the human scores (:func:`pair_judgments`)."""
 
     settings: PairSettings
     systems: list[str]
@@ -191,38 +191,37 @@ def signature(pairs: Sequence[PairSettings], all_submissions: bool) -> str:
             "|ci:seg=items,sys=systems")
 
 
-def wmt23_cells(settings: Settings, store_path: str, info: Mapping[str, Any], candidates: Sequence[ScoredMetric],
-                resamples: Resamples, *, exclude_groups: Sequence[str] = (), include_human: bool | None = None,
-                all_submissions: bool = False, dataset: str = "this version") -> Evaluated:
-    """Every statistic of the protocol for every official submission of the version and every
-    metric Assay scored on it (see the module docstring)."""
-    outputs = store.read_table(settings, store_path, "outputs").to_pydict()
-    groups = sorted(set(outputs["group"]) - set(exclude_groups))
-    chosen = [pair_settings(info, g, include_human) for g in groups]
-    official = OfficialScores.of(settings, store_path)
-    pairs = [_pair(settings, store_path, p, outputs) for p in chosen]
+@dataclass(frozen=True, eq=False)
+class PairScores:
+    """One metric's scores on one language pair (:func:`metric_matrices`): (systems x items) segment
+    scores parallel to the pair's ``human``, and system scores parallel to its ``sys_human``; None
+    where the metric has none at that level."""
+
+    scored: ScoredMetric
+    pair: PairJudgments
+    seg: FloatArray | None
+    sys: FloatArray | None
+
+
+def wmt23_cells(pairs: Sequence[PairJudgments], scores: Sequence[PairScores], resamples: Resamples, *,
+                all_submissions: bool = False) -> Evaluated:
+    """Every statistic of the protocol for every metric's scores on the ``pairs`` evaluated (see the
+    module docstring): ``scores`` holds each (metric, pair) the metric has scores on, metric by
+    metric; ``all_submissions`` is only recorded in the signature."""
     notes = [f"{p.settings.group}: gold {p.settings.gold['seg']} (seg) / {p.settings.gold['sys']} (sys), reference "
              f"{p.settings.reference}, {len(p.systems)} systems x {len(p.rated_items)} rated items, "
              f"{len(p.sys_systems)} systems at system level; left out: "
              f"{', '.join(sorted(p.left_out)) or 'none'} ({p.settings.source})" for p in pairs]
     cells: list[Cell] = []
-    skipped: list[str] = []
-    accuracy_parts: dict[str, list[tuple[ScoredMetric, tuple[_Pair, FloatArray]]]] = {}
+    accuracy_parts: dict[str, list[tuple[ScoredMetric, tuple[PairJudgments, FloatArray]]]] = {}
     per_pair_cells: dict[str, list[Cell]] = {}
-    metrics = _metrics(candidates, info, chosen, all_submissions)
-    for scored, variant in metrics:
-        for pair in pairs:
-            found = _metric_matrices(settings, scored, variant, pair, official)
-            if isinstance(found, str):
-                if found:
-                    skipped.append(f"{scored.signature} ({pair.settings.group}: {found})")
-                continue
-            seg, sys_scores = found
-            new = _pair_cells(pair, scored, seg, sys_scores, resamples)
-            cells += new
-            per_pair_cells.setdefault(scored.signature, []).extend(new)
-            if sys_scores is not None:
-                accuracy_parts.setdefault(scored.signature, []).append((scored, (pair, sys_scores)))
+    for found in scores:
+        scored, pair, sys_scores = found.scored, found.pair, found.sys
+        new = _pair_cells(pair, scored, found.seg, sys_scores, resamples)
+        cells += new
+        per_pair_cells.setdefault(scored.signature, []).extend(new)
+        if sys_scores is not None:
+            accuracy_parts.setdefault(scored.signature, []).append((scored, (pair, sys_scores)))
     accuracy = {sig: _pooled_accuracy(parts, resamples) for sig, parts in accuracy_parts.items()
                 if len(parts) == len(pairs)}
     cells += accuracy.values()
@@ -233,13 +232,13 @@ def wmt23_cells(settings: Settings, store_path: str, info: Mapping[str, Any], ca
     if not any(c.statistic == AVERAGE for c in cells) and cells:
         notes.append("no metric has every statistic of the protocol, so none has the WMT23 average "
                      "(a metric Assay scored needs `assay score --scope outputs` for its system scores)")
-    return Evaluated(cells, skipped, notes, signature(chosen, all_submissions))
+    return Evaluated(cells, notes, signature([p.settings for p in pairs], all_submissions))
 
 
 # --- what is evaluated --------------------------------------------------------------------------
 
-def _metrics(candidates: Sequence[ScoredMetric], info: Mapping[str, Any], chosen: Sequence[PairSettings],
-             all_submissions: bool) -> list[tuple[ScoredMetric, ExternalMetric | None]]:
+def evaluated_metrics(candidates: Sequence[ScoredMetric], info: Mapping[str, Any], chosen: Sequence[PairSettings],
+                      all_submissions: bool) -> list[tuple[ScoredMetric, ExternalMetric | None]]:
     """The signatures evaluated: the version's own official variants (the signatures its info
     records) that the protocol evaluates, and every metric Assay scored (each with its variant, or
     None). Another version's submissions (another pair, or a corrected release) are left out."""
@@ -254,20 +253,19 @@ def _metrics(candidates: Sequence[ScoredMetric], info: Mapping[str, Any], chosen
     return list(picked.values())
 
 
-def _pair(settings: Settings, store_path: str, chosen: PairSettings, outputs: Mapping[str, list[Any]]) -> _Pair:
-    """The candidates of one pair and their human scores at both levels."""
+def pair_judgments(chosen: PairSettings, outputs: Mapping[str, Sequence[Any]], segments: Mapping[str, Sequence[Any]],
+                   systems_table: Mapping[str, Sequence[Any]]) -> PairJudgments:
+    """The candidates of one pair and their human scores at both levels, from the version's
+    ``outputs``, ``segments`` and ``systems`` tables (as ``to_pydict()``)."""
     group = chosen.group
-    segments = store.read_table(settings, store_path, "segments").to_pydict()
-    systems_table = store.read_table(settings, store_path, "systems").to_pydict()
     human_systems = set(chosen.human_systems)
     human_systems |= {s for g, s, h in zip(segments["group"], segments["system"], segments["is_human"], strict=True)
                       if g == group and h}
     human_systems |= {s for g, s, h in zip(systems_table["group"], systems_table["system"],
                                            systems_table["is_human"], strict=True) if g == group and h}
-    keys = {(s, sid): segment_scores.segment_key(src, refs, cand)
-            for g, s, sid, src, refs, cand in zip(outputs["group"], outputs["system"], outputs["segment_id"],
-                                                  outputs["source"], outputs["references"], outputs["candidate"],
-                                                  strict=True) if g == group}
+    in_group = [i for i, g in enumerate(outputs["group"]) if g == group]
+    keys = dict(zip([(outputs["system"][i], outputs["segment_id"][i]) for i in in_group],
+                    segment_scores.segment_keys(outputs, in_group), strict=True))
     left_out = {chosen.reference} | chosen.outliers | (set() if chosen.include_human else human_systems)
     items = sorted({sid for _, sid in keys}, key=lambda v: (0, int(v), v) if v.isdigit() else (1, 0, v))
     gold = {(s, sid): human_score(z, raw)
@@ -282,16 +280,19 @@ def _pair(settings: Settings, store_path: str, chosen: PairSettings, outputs: Ma
                                            systems_table["human_z"], systems_table["human_raw"], strict=True)
                 if g == group and a == chosen.gold["sys"]}
     sys_systems = sorted(s for s in {s for s, _ in keys} - left_out if sys_gold.get(s) is not None)
-    return _Pair(chosen, systems, items, human, sys_systems,
-                 np.array([sys_gold[s] for s in sys_systems], dtype=np.float64),
-                 left_out & {s for s, _ in keys}, keys)
+    return PairJudgments(chosen, systems, items, human, sys_systems,
+                         np.array([sys_gold[s] for s in sys_systems], dtype=np.float64),
+                         left_out & {s for s, _ in keys}, keys)
 
 
-def _metric_matrices(settings: Settings, scored: ScoredMetric, variant: ExternalMetric | None, pair: _Pair,
-                     official: OfficialScores) -> tuple[FloatArray | None, FloatArray | None] | str:
-    """(segment scores (systems x items), system scores) of one metric on one pair (None where the
-    metric has none at that level); a string says why the metric is left out ("" silently: it was
-    not scored on this version)."""
+def metric_matrices(scored: ScoredMetric, variant: ExternalMetric | None, pair: PairJudgments,
+                    official: OfficialScores, stored: ScoreLookup) -> PairScores | str:
+    """One metric's segment scores (systems x items) and system scores on one pair (None where the
+    metric has none at that level): an official ``variant``'s as submitted (``official``), else
+    from its ``stored`` segment scores (:func:`assay.results.segment_scores.score_lookup`, keys of
+    other pairs ignored), a system's score being their mean over the test set or, where they carry
+    sufficient statistics, the corpus score. A string says why the metric is left out ("" silently:
+    it was not scored on this version)."""
     group = pair.settings.group
     if variant is not None:
         if not official.has(group, variant):
@@ -299,9 +300,8 @@ def _metric_matrices(settings: Settings, scored: ScoredMetric, variant: External
         seg = official.matrix(group, variant, "seg", pair.systems, pair.items)
         sys_matrix = official.matrix(group, variant, "sys", pair.sys_systems, [""])
         sys_scores = None if sys_matrix is None or np.isnan(sys_matrix).any() else sys_matrix[:, 0]
-        return seg, sys_scores
-    wanted = set(pair.keys.values())
-    lookup = score_lookup(settings, scored, wanted)
+        return PairScores(scored, pair, seg, sys_scores)
+    lookup = {k: stored[k] for k in set(pair.keys.values()) if k in stored}
     if not lookup:
         return ""
     rated = {pair.keys[(s, i)] for r, s in enumerate(pair.systems) for c, i in enumerate(pair.items)
@@ -323,7 +323,7 @@ def _metric_matrices(settings: Settings, scored: ScoredMetric, variant: External
         else:
             sys_scores = np.array([np.mean([_float(lookup[pair.keys[(s, i)]][0]) for i in pair.items
                                             if (s, i) in pair.keys]) for s in pair.sys_systems], dtype=np.float64)
-    return seg, sys_scores
+    return PairScores(scored, pair, seg, sys_scores)
 
 
 def _float(value: float | None) -> float:
@@ -332,7 +332,7 @@ def _float(value: float | None) -> float:
 
 # --- the statistics -------------------------------------------------------------------------------
 
-def _pair_cells(pair: _Pair, scored: ScoredMetric, seg: FloatArray | None, sys_scores: FloatArray | None,
+def _pair_cells(pair: PairJudgments, scored: ScoredMetric, seg: FloatArray | None, sys_scores: FloatArray | None,
                 resamples: Resamples) -> list[Cell]:
     """System Pearson, segment Pearson and item-grouped acc-t of one metric on one pair."""
     group = pair.settings.group
@@ -378,7 +378,7 @@ def _pair_cells(pair: _Pair, scored: ScoredMetric, seg: FloatArray | None, sys_s
     return cells
 
 
-def _pooled_accuracy(parts: list[tuple[ScoredMetric, tuple[_Pair, FloatArray]]], resamples: Resamples) -> Cell:
+def _pooled_accuracy(parts: list[tuple[ScoredMetric, tuple[PairJudgments, FloatArray]]], resamples: Resamples) -> Cell:
     """System-level pairwise accuracy pooled over the pairs: agreeing system pairs over all system
     pairs (mt-metrics-eval ``CompareMetricsWithGlobalAccuracy`` with ``stats.Agreement``: equal
     signs of the two differences, so a pair both tie agrees)."""

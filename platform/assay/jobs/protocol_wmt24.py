@@ -34,34 +34,32 @@ bootstrap test (Koehn 2004) from which Assay's significance clusters are compute
 statistic without a permutation test. mt-metrics-eval instead compares metrics with a permutation
 test on resampled metric scores; that test is not reproduced here. An SPA replicate reuses the one
 permutation sign matrix on the resampled items (:func:`assay.stats.spa.resampled_spa`).
+
+This module reads nothing: :func:`assay.jobs.evaluation_inputs.load_wmt24` reads the version's
+judgments and scores and arranges them with :func:`gold_aspects`, :func:`complete_grids` and
+:func:`grid_scores`; :func:`wmt24_cells` is the kernel, on those arrays.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
+import numpy.typing as npt
 
-from assay.config import Settings
-from assay.datasets.human import human_array
 from assay.datasets.rater_scores import score_kind
 from assay.errors import UsageError
 from assay.jobs.evaluation_cells import (
     Cell,
     FloatArray,
     Resamples,
-    candidate_segment_scores,
     degenerate_reason,
     group_means,
     item_set_digest,
     widest_spread,
 )
-from assay.jobs.judgments import JudgmentFilter
-from assay.jobs.official_scores import VersionOfficialScores
-from assay.results import segment_scores
 from assay.results.segment_scores import ScoredMetric
 from assay.stats.grouped_acc import per_group_pairwise, resampled_grouped_mean
 from assay.stats.pairwise import tie_calibration
@@ -86,77 +84,42 @@ def signature(n_permutations: int, permutation_seed: int) -> str:
             f"|avg:mean({SPA},{ACC_T})|gold:{'/'.join(GOLD_KINDS)}")
 
 
-def wmt24_cells(settings: Settings, store_path: str, candidates: Sequence[ScoredMetric], resamples: Resamples,
-                rows: JudgmentFilter, *, n_permutations: int = DEFAULT_PERMUTATIONS,
-                seed: int = DEFAULT_PERMUTATION_SEED, dataset: str = "this version",
-                info: Mapping[str, Any] | None = None) -> tuple[list[Cell], list[str]]:
-    """SPA (permutations from ``seed``), item-grouped acc-t and their mean per (group, aspect) and
-    over groups (``all``) for every segment-level signature that scored all of the items; and the
-    signatures left out. Only MQM and ESA judgments are evaluated (:data:`GOLD_KINDS`); a version
-    with neither is a :class:`~assay.errors.UsageError` naming what it has. An official submission
-    of the version (its ``info``) is evaluated on its submitted scores
-    (:mod:`assay.jobs.official_scores`); another version's is not."""
-    segments = rows.table(settings, store_path, "segments")
-    aspects = sorted(set(segments.column("aspect").to_pylist())) if segments.num_rows else []
+Slot = tuple[str, str]
+"""(group, aspect): one human score of one language pair."""
+
+
+def gold_aspects(aspects: Sequence[str], dataset: str = "this version") -> list[str]:
+    """The segment-level ``aspects`` of a version that WMT24 ranks metrics against (:data:`GOLD_KINDS`);
+    a :class:`~assay.errors.UsageError` naming what ``dataset`` has when there is none."""
     gold = [a for a in aspects if score_kind(a) in GOLD_KINDS]
     if not gold:
         found = f"its judgments are {', '.join(aspects)}" if aspects else "it has no segment-level judgments"
         raise UsageError(f"--protocol wmt24 ranks metrics against MQM or ESA segment scores (WMT24's human "
                          f"evaluation); {dataset} has none: {found}. Evaluate it with --level seg or --level sys "
                          "(its year's protocol), or ingest an MQM or ESA release")
-    segments = segments.filter(pc.is_in(segments.column("aspect"), pa.array(gold, pa.string())))
-    seg = segments.select(["group", "aspect", "item_id", "segment_id", "system", "source", "references", "candidate",
-                           "human_z", "human_raw"]).to_pydict()
-    keys = [segment_scores.segment_key(s, r, c)
-            for s, r, c in zip(seg["source"], seg["references"], seg["candidate"], strict=True)]
-    human = human_array(seg)
-    grids = _grids(seg, human)
-    needed = sorted({int(i) for grid in grids.values() for i in grid.rows.ravel()})
-    skipped: list[str] = []
-    matrices: dict[tuple[str, str], list[tuple[ScoredMetric, FloatArray]]] = {slot: [] for slot in grids}
-    official = VersionOfficialScores(settings, store_path, info or {})
-    for scored in candidates:
-        if scored.has_sufficient_statistics:
-            continue  # corpus-level (BLEU): its segment scores are another metric's (sentbleu)
-        values = candidate_segment_scores(settings, scored, official, seg, keys, needed)
-        if values is None or isinstance(values, str):
-            skipped += [values] if values else []
-            continue
-        for (group, aspect), grid in grids.items():
-            metric = values[grid.rows]
-            if np.isnan(metric).any():
-                skipped.append(f"{scored.signature} (undefined scores in {group})")
-                continue
-            matrices[(group, aspect)].append((scored, metric))
-    by_metric: dict[str, list[Cell]] = {}
-    for (group, aspect), grid in sorted(grids.items()):
-        scored_here = matrices[(group, aspect)]
-        if not scored_here:
-            continue
-        item_set = item_set_digest([keys[i] for i in grid.rows.ravel()])
-        counts = resamples.counts(f"{PROTOCOL}/{group}/{aspect}", grid.human.shape[1])
-        # one call for every metric: the human p-values of each resample are computed once
-        spa_replicates = np.atleast_2d(resampled_spa(grid.human, [m for _, m in scored_here], counts,
-                                                     n_permutations=n_permutations, seed=seed))
-        for (scored, metric), replicates in zip(scored_here, spa_replicates, strict=True):
-            by_metric.setdefault(scored.signature, []).extend(
-                _group_cells(group, aspect, scored, grid, metric, replicates, counts, item_set, n_permutations, seed))
-    cells: list[Cell] = []
-    for metric_cells in by_metric.values():
-        cells += metric_cells + group_means(metric_cells, min_groups=1)
-    return cells, skipped
+    return gold
 
 
-class _Grid:
-    """The complete (systems x items) matrix of one group: row indices into the segments table."""
+@dataclass(frozen=True)
+class Grid:
+    """The complete (systems x items) matrix of one group: the row of the segments table in each cell,
+    the human scores, and the segment keys (system-major, as ``rows.ravel()``)."""
 
-    def __init__(self, systems: list[str], items: list[str], rows: np.ndarray, human: FloatArray,
-                 n_excluded: int) -> None:
-        self.systems, self.items, self.rows, self.human, self.n_excluded = systems, items, rows, human, n_excluded
+    systems: list[str]
+    items: list[str]
+    rows: npt.NDArray[np.intp]
+    human: FloatArray
+    n_excluded: int
+    """Rated segments outside the matrix (items some system lacks)."""
+    keys: list[str]
 
 
-def _grids(seg: dict[str, list], human: FloatArray) -> dict[tuple[str, str], _Grid]:
-    where: dict[tuple[str, str], dict[tuple[str, str], int]] = {}
+def complete_grids(seg: Mapping[str, Sequence[Any]], human: FloatArray, keys: Sequence[str]) -> dict[Slot, Grid]:
+    """Each (group, aspect)'s complete (systems x items) matrix of rated segments, from the judgment
+    rows' ``group``, ``aspect``, ``item_id`` and ``system`` columns, their human scores (NaN:
+    unrated) and segment keys: the items every rated system has a human score on (a group with
+    fewer than two systems or no such item has none)."""
+    where: dict[Slot, dict[tuple[str, str], int]] = {}
     for i, (g, a, item, system) in enumerate(zip(seg["group"], seg["aspect"], seg["item_id"], seg["system"],
                                                  strict=True)):
         if not np.isnan(human[i]):
@@ -169,11 +132,53 @@ def _grids(seg: dict[str, list], human: FloatArray) -> dict[tuple[str, str], _Gr
         if len(systems) < 2 or not complete:
             continue
         rows = np.array([[found[(s, item)] for item in complete] for s in systems], dtype=np.intp)
-        grids[slot] = _Grid(systems, complete, rows, human[rows], len(found) - rows.size)
+        grids[slot] = Grid(systems, complete, rows, human[rows], len(found) - rows.size,
+                           [keys[int(i)] for i in rows.ravel()])
     return grids
 
 
-def _group_cells(group: str, aspect: str, scored: ScoredMetric, grid: _Grid, metric: FloatArray,
+def grid_scores(scored: ScoredMetric, values: FloatArray, grids: Mapping[Slot, Grid]
+                ) -> tuple[dict[Slot, FloatArray], list[str]]:
+    """A metric's (systems x items) matrix on each grid, from its ``values`` parallel to the judgment
+    rows; a grid where one of its scores is undefined is left out, with the reason."""
+    matrices: dict[Slot, FloatArray] = {}
+    skipped: list[str] = []
+    for (group, aspect), grid in grids.items():
+        metric = values[grid.rows]
+        if np.isnan(metric).any():
+            skipped.append(f"{scored.signature} (undefined scores in {group})")
+            continue
+        matrices[(group, aspect)] = metric
+    return matrices, skipped
+
+
+def wmt24_cells(grids: Mapping[Slot, Grid], scores: Mapping[Slot, Sequence[tuple[ScoredMetric, FloatArray]]],
+                resamples: Resamples, *, n_permutations: int = DEFAULT_PERMUTATIONS,
+                seed: int = DEFAULT_PERMUTATION_SEED) -> list[Cell]:
+    """SPA (permutations from ``seed``), item-grouped acc-t and their mean per (group, aspect) and
+    over groups (``all``, even for one group) for every metric with a matrix on a group's grid:
+    ``scores`` gives each (group, aspect) its metrics' (systems x items) matrices, parallel to the
+    grid's ``human`` (:func:`grid_scores`)."""
+    by_metric: dict[str, list[Cell]] = {}
+    for (group, aspect), grid in sorted(grids.items()):
+        scored_here = scores.get((group, aspect), [])
+        if not scored_here:
+            continue
+        item_set = item_set_digest(grid.keys)
+        counts = resamples.counts(f"{PROTOCOL}/{group}/{aspect}", grid.human.shape[1])
+        # one call for every metric: the human p-values of each resample are computed once
+        spa_replicates = np.atleast_2d(resampled_spa(grid.human, [m for _, m in scored_here], counts,
+                                                     n_permutations=n_permutations, seed=seed))
+        for (scored, metric), replicates in zip(scored_here, spa_replicates, strict=True):
+            by_metric.setdefault(scored.signature, []).extend(
+                _group_cells(group, aspect, scored, grid, metric, replicates, counts, item_set, n_permutations, seed))
+    cells: list[Cell] = []
+    for metric_cells in by_metric.values():
+        cells += metric_cells + group_means(metric_cells, min_groups=1)
+    return cells
+
+
+def _group_cells(group: str, aspect: str, scored: ScoredMetric, grid: Grid, metric: FloatArray,
                  spa_replicates: FloatArray, counts: FloatArray, item_set: str, n_permutations: int, seed: int
                  ) -> list[Cell]:
     n_systems, n_items = grid.human.shape

@@ -47,7 +47,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -59,11 +59,13 @@ from assay.datasets import store
 from assay.datasets.human import human_array
 from assay.datasets.names import VersionedRecord, VersionRef
 from assay.errors import UsageError
-from assay.jobs.evaluation import SEG_STATS, evaluate
+from assay.jobs.evaluation import evaluate
 from assay.jobs.ingest import derive_version
-from assay.jobs.runs import RunRecorder
+from assay.jobs.runs import RunRecorder, version_inputs
 from assay.jobs.scoring import score_dataset
 from assay.metrics.registry import MetricSpec, metric_class
+from assay.results.correlations import mean_else_each_group
+from assay.stats.levels import SEG_STATS
 
 #: The skew factors of the paper's Figure 1 and 2.
 ALPHAS: tuple[float, ...] = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
@@ -283,34 +285,21 @@ def record_drift_run(dataset: str, samples: Sequence[DriftSample], metrics: Sequ
     settings = settings or load_settings()
     with session_scope(settings) as session:
         version = resolve(session, dataset)
-        inputs = {"dataset": version.dataset.name, "version": version.number, "dataset_digest": version.digest,
-                  "samples": [s.as_dict() for s in samples]}
+        inputs = version_inputs(version.ref, samples=[s.as_dict() for s in samples])
     recorder = RunRecorder(settings, "quality-drift", inputs,
                            {**parameters, "metrics": [m.as_dict() for m in metrics]}, started=started)
-    recorder.record({"rows": [r for r in rows if r["group"] == "all"],
+    recorder.record({"rows": mean_else_each_group(rows, ("alpha", "signature", "statistic")),
                      "evaluate_runs": sorted({r["evaluate_run_id"] for r in rows})})
     run_id = recorder.run_id
     return run_id
 
 
-class DriftSteps(Protocol):
-    """The steps of the benchmark: in this process the plain functions (:class:`InProcessSteps`),
-    in the ``quality-drift`` flow the same functions as Prefect tasks."""
-
-    def draw(self, dataset: str, alphas: Sequence[float], seed: int, test_fraction: float,
-             binning: str) -> list[DriftSample]: ...
-
-    def score(self, label: str, spec: MetricSpec) -> dict[str, Any]: ...
-
-    def evaluate(self, test: DriftSample, train: DriftSample | None, signatures: dict[str, str], statistic: str,
-                 seed: int, n_resamples: int) -> list[dict[str, Any]]: ...
-
-    def record(self, dataset: str, samples: Sequence[DriftSample], metrics: Sequence[MetricSpec],
-               parameters: dict[str, Any], rows: Sequence[dict[str, Any]], started: float) -> str: ...
-
-
 @dataclass(frozen=True)
-class InProcessSteps:
+class DriftSteps:
+    """The steps of the benchmark, declared once: each calls this module's function of that step in
+    this process, against ``settings``; the ``quality-drift`` flow hands :func:`run_quality_drift` the
+    same object with its methods as Prefect tasks (:func:`assay.flows.step_tasks.as_tasks`)."""
+
     settings: Settings
 
     def draw(self, dataset: str, alphas: Sequence[float], seed: int, test_fraction: float,
@@ -355,10 +344,10 @@ def run_quality_drift(
     :mod:`assay.training.robustness`). The seed drives both the sampling and the bootstrap CIs, and is recorded in the
     derivations and in the ``quality-drift`` run.
 
-    The one orchestration of the benchmark: ``steps`` defaults to :class:`InProcessSteps`; the
-    ``quality-drift`` flow hands its tasks.
+    The one orchestration of the benchmark: ``steps`` defaults to :class:`DriftSteps` in this process;
+    the ``quality-drift`` flow hands them as its tasks.
     """
-    steps = steps or InProcessSteps(settings or load_settings())
+    steps = steps or DriftSteps(settings or load_settings())
     check_request(metrics, statistic)
     alphas = list(alphas)
     started = time.time()

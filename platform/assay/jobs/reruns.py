@@ -18,14 +18,15 @@ A rerun is a job like any other, *plan -> compute -> record*:
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from assay.catalog.engine import session_scope
 from assay.catalog.models import Run
 from assay.config import Settings, load_settings
+from assay.datasets.names import VersionRef
 from assay.errors import NotFoundError, UsageError
 from assay.jobs.evaluation import evaluate
-from assay.jobs.runs import RunRecorder
+from assay.jobs.runs import RunRecorder, inputs_version, version_inputs
 from assay.jobs.scoring import ScorePlan, discard, plan_scoring, score_dataset
 from assay.metrics.registry import MetricSpec
 
@@ -36,20 +37,27 @@ RERUNNABLE = ("score", "evaluate")
 class RerunPlan:
     parent_run_id: str
     kind: str
-    dataset: str
-    """The past run's dataset version, pinned by digest (``name@digest``)."""
+    version: VersionRef
+    """The past run's dataset version."""
     parameters: dict[str, Any]
     """The past run's recorded parameters (for evaluate, ``metrics`` are its exact signatures)."""
     score_plan: dict[str, Any] | None = field(default=None)
     """For a score run: the scoring plan (``ScorePlan.as_dict``) whose signature was checked; the
     recompute computes it (the ``score`` flow's ``plan``)."""
 
+    @property
+    def dataset(self) -> str:
+        """The past run's dataset version pinned by digest (``name@digest``, :attr:`VersionRef.pinned`),
+        as the recomputing job resolves it."""
+        return self.version.pinned
+
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Plain JSON: the fields, ``version`` as :meth:`VersionRef.as_dict`."""
+        return {**asdict(self), "version": self.version.as_dict()}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RerunPlan:
-        return cls(**data)
+        return cls(**{**data, "version": VersionRef.from_dict(data["version"])})
 
 
 def plan_rerun(run_id: str, settings: Settings | None = None) -> RerunPlan:
@@ -61,9 +69,9 @@ def plan_rerun(run_id: str, settings: Settings | None = None) -> RerunPlan:
         kind, inputs, parameters = run.kind, dict(run.inputs), dict(run.parameters)
     if kind not in RERUNNABLE:
         raise UsageError(f"run {run_id} is a {kind} run; only {' and '.join(RERUNNABLE)} runs can be rerun")
-    pinned = f"{inputs['dataset']}@{inputs['dataset_digest']}"
+    version = inputs_version(inputs)
     if kind == "score":
-        plan = plan_scoring(pinned, MetricSpec.from_dict(parameters["metric"]), scope=parameters["scope"],
+        plan = plan_scoring(version.pinned, MetricSpec.from_dict(parameters["metric"]), scope=parameters["scope"],
                             shard_size=parameters["shard_size"],
                             allow_languages=bool(parameters.get("allow_languages", False)), settings=settings)
         if plan.signature != inputs["signature"]:
@@ -71,9 +79,9 @@ def plan_rerun(run_id: str, settings: Settings | None = None) -> RerunPlan:
             raise UsageError(f"cannot rerun {run_id} exactly: the metric's signature is now\n  {plan.signature}\n"
                              f"but the run used\n  {inputs['signature']}\n"
                              "(install the recorded versions, or restore the checkpoint it used)")
-        return RerunPlan(run_id, kind, pinned, parameters, plan.as_dict())
+        return RerunPlan(run_id, kind, version, parameters, plan.as_dict())
     parameters = {**parameters, "metrics": list(inputs.get("signatures") or [])}
-    return RerunPlan(run_id, kind, pinned, parameters)
+    return RerunPlan(run_id, kind, version, parameters)
 
 
 def record_rerun(plan: RerunPlan, result: dict[str, Any], settings: Settings | None = None) -> dict[str, Any]:
@@ -85,7 +93,7 @@ def record_rerun(plan: RerunPlan, result: dict[str, Any], settings: Settings | N
             run = session.get(Run, child)
             if run is not None:
                 run.parent_run_id = plan.parent_run_id
-    recorder = RunRecorder(settings, "rerun", {"run": plan.parent_run_id, "dataset": plan.dataset},
+    recorder = RunRecorder(settings, "rerun", version_inputs(plan.version, run=plan.parent_run_id),
                            {"kind": plan.kind, **plan.parameters}, parent_run_id=plan.parent_run_id)
     summary = {"recomputed_by": child, "computed": result.get("computed"), "cached": result.get("cached"),
                "signature": result.get("signature")}
@@ -114,21 +122,12 @@ def evaluate_arguments(plan: RerunPlan) -> dict[str, Any]:
             "seed": p["seed"], "n_resamples": p["n_resamples"], "protocol": p["protocol"], **protocol_settings}
 
 
-class RerunSteps(Protocol):
-    """The steps of a rerun; in this process the plain functions (:class:`InProcessSteps`), in the
-    ``rerun`` flow the same functions as Prefect tasks and the past run's own flow as a subflow."""
-
-    def plan(self, run_id: str) -> RerunPlan: ...
-
-    def score(self, arguments: dict[str, Any]) -> dict[str, Any]: ...
-
-    def evaluate(self, arguments: dict[str, Any]) -> dict[str, Any]: ...
-
-    def record(self, plan: RerunPlan, result: dict[str, Any]) -> dict[str, Any]: ...
-
-
 @dataclass(frozen=True)
-class InProcessSteps:
+class RerunSteps:
+    """The steps of a rerun, declared once: each runs in this process, against ``settings``; the
+    ``rerun`` flow hands :func:`run_rerun` the same object with ``plan`` and ``record`` as Prefect
+    tasks and the recompute as the past run's own flow (:func:`assay.flows.step_tasks.as_tasks`)."""
+
     settings: Settings
 
     def plan(self, run_id: str) -> RerunPlan:
@@ -156,4 +155,4 @@ def run_rerun(run_id: str, steps: RerunSteps) -> dict[str, Any]:
 
 def rerun(run_id: str, settings: Settings | None = None) -> dict[str, Any]:
     """Plan, recompute and record a rerun in this process (the ``rerun`` flow runs the same steps)."""
-    return run_rerun(run_id, InProcessSteps(settings or load_settings()))
+    return run_rerun(run_id, RerunSteps(settings or load_settings()))

@@ -7,7 +7,7 @@ timings, the parent run of a rerun and, when the job runs inside a Prefect flow,
 and indexes the immutable result files the run wrote, with their sha256 and row counts.
 
 The platform never imports the orchestrator: the flow layer tells the recorder how to find the
-current flow-run id (:mod:`assay.flow_context`) when it is imported.
+current flow-run id (:mod:`assay.flow_context`) when a flow starts running (:mod:`assay.flows.hooks`).
 
 A run's ``status`` is one of :data:`STATUSES`: ``running`` while its process works, then
 ``completed`` or ``failed`` (closed by that process), or ``crashed`` when its process died without
@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,6 +33,7 @@ from sqlalchemy import select
 from assay.catalog.engine import session_scope
 from assay.catalog.models import ResultFile, Run
 from assay.config import Settings
+from assay.datasets.names import VersionRef
 from assay.errors import NotFoundError
 from assay.flow_context import current_flow_run_id
 from assay.provenance import code_version
@@ -43,6 +44,20 @@ STATUSES = (RUNNING, COMPLETED, FAILED, CRASHED)
 
 def new_run_id() -> str:
     return uuid.uuid4().hex
+
+
+def version_inputs(version: VersionRef, **inputs: Any) -> dict[str, Any]:
+    """A run's ``inputs`` that name the dataset version it read: ``version`` as
+    :meth:`~assay.datasets.names.VersionRef.as_dict` (``name``, ``number``, ``digest``, ``label``), beside
+    the run's other ``inputs`` by digest. The one shape of a dataset version in the catalog's ``runs``
+    (a training run's ``data`` is a list of these; migration 0006 brought older runs to it); read it
+    back with :func:`inputs_version`."""
+    return {"version": version.as_dict(), **inputs}
+
+
+def inputs_version(inputs: Mapping[str, Any]) -> VersionRef:
+    """The dataset version a run's inputs name (written by :func:`version_inputs`)."""
+    return VersionRef.from_dict(inputs["version"])
 
 
 @dataclass(frozen=True)

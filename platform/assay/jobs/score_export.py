@@ -31,11 +31,7 @@ def scored_segments(dataset: str, metric: Metric, settings: Settings | None = No
     segments = store.read_table(settings, store_path, "segments")
     if segments.num_rows == 0:
         raise UsageError(f"{label} has no segment-level judgments to export")
-    keys = [
-        segment_scores.segment_key(s, r, c)
-        for s, r, c in zip(segments.column("source").to_pylist(), segments.column("references").to_pylist(),
-                           segments.column("candidate").to_pylist(), strict=True)
-    ]
+    keys = segment_scores.segment_keys(segments)
     signature = signature or _stored_signature(settings, store_path, metric, set(keys))
     stored = segment_scores.read_scores(settings, metric.name, signature, set(keys))
     by_key = {row["key"]: row for row in stored.select(["key", "score", "extra"]).to_pylist()}

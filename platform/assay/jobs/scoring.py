@@ -14,8 +14,8 @@
 What a metric needs is read from its declared contract (:mod:`assay.metrics.base`) and handed to it
 in one :class:`~assay.metrics.base.ScoringContext`. A scored key is never recomputed: the same
 request twice computes nothing, and a new dataset version scores only the segments whose content
-is new. :func:`compute_plan` is the one runner of the steps (:class:`ScoringSteps`): in-process
-with :class:`InProcessSteps`, or as Prefect tasks by the ``score`` flow, which hands it its steps.
+is new. :func:`compute_plan` is the one runner of the steps, declared once (:class:`ScoringSteps`):
+in this process, or as Prefect tasks by the ``score`` flow (:func:`assay.flows.step_tasks.as_tasks`).
 
 Exactly once, also under concurrency and after crashes: a plan with something to compute is
 computed under the exclusive lock of its (metric, signature) (:func:`signature_lock_for`,
@@ -38,7 +38,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -51,10 +51,11 @@ from assay.datasets import store
 from assay.datasets.human import human_scores
 from assay.datasets.names import VersionRef
 from assay.errors import MetricOutputError, UsageError
-from assay.jobs.runs import RecordedFile, RunRecorder, mark_crashed, new_run_id, running_score_runs
+from assay.jobs.runs import RecordedFile, RunRecorder, mark_crashed, new_run_id, running_score_runs, version_inputs
 from assay.jobs.signature_lock import signature_lock
 from assay.metrics.base import Metric, ScoringContext, check_scores
 from assay.metrics.registry import MetricSpec, create_metric
+from assay.provenance import short
 from assay.results import segment_scores
 
 SCOPES = ("judged", "outputs", "all")
@@ -91,6 +92,9 @@ class ScorePlan:
     """The scored-set fields of the signature, so a worker can check it renders the same one."""
     store_scores: bool = True
     """False for a model whose weights could not be digested (scored on request, never stored)."""
+    checkpoint_digest: str | None = None
+    """The checkpoint the metric scores with (:meth:`Metric.checkpoint_digest`), recorded on every
+    stored score; None for a metric without a checkpoint."""
     excluded_groups: dict[str, int] = field(default_factory=dict)
     """Language pairs left out because the metric's model does not cover their target language, with
     their row counts."""
@@ -148,18 +152,6 @@ def scope_rows(settings: Settings, store_path: str, scope: str) -> pa.Table:
     return pa.concat_tables(tables)
 
 
-def keys_of(table: pa.Table) -> list[str]:
-    return [
-        segment_scores.segment_key(src, refs, cand)
-        for src, refs, cand in zip(
-            table.column("source").to_pylist(),
-            table.column("references").to_pylist(),
-            table.column("candidate").to_pylist(),
-            strict=True,
-        )
-    ]
-
-
 def reference_corpus(rows: pa.Table) -> list[str]:
     """Every reference of every row, duplicates included: the corpus idf is computed over, as
     bert_score computes it over the reference list it is given."""
@@ -181,7 +173,7 @@ def uncovered_groups(metric: Metric, groups: Iterable[str]) -> list[str]:
 
 
 def _digest(items: Iterable[str]) -> str:
-    return hashlib.sha256("\n".join(items).encode()).hexdigest()[:12]
+    return short(hashlib.sha256("\n".join(items).encode()).hexdigest())
 
 
 def set_fields(metric: Metric, rows: pa.Table, keys: list[str] | None = None) -> dict[str, str]:
@@ -202,7 +194,7 @@ def set_fields(metric: Metric, rows: pa.Table, keys: list[str] | None = None) ->
         languages = [target_language(group) for group in rows.column("group").to_pylist()]
         extra.update({key: str(value) for key, value in metric.target_language_fields(languages).items()})
     if metric.depends_on_segment_set:
-        extra["set"] = _digest(sorted(set(keys if keys is not None else keys_of(rows))))
+        extra["set"] = _digest(sorted(set(keys if keys is not None else segment_scores.segment_keys(rows))))
     if metric.depends_on_reference_corpus:
         extra["refs"] = _digest(sorted(ref.strip() for ref in reference_corpus(rows)))
     return extra
@@ -219,7 +211,6 @@ def scoped_signature(metric: Metric, rows: pa.Table, keys: list[str] | None = No
 def plan_scoring(
     dataset: str,
     spec: MetricSpec,
-    *,
     scope: str = "judged",
     shard_size: int = 4000,
     allow_languages: bool = False,
@@ -244,7 +235,7 @@ def plan_scoring(
         raise UsageError(f"{ref.label} has no {scope} segments to score (try --scope outputs or all)")
     rows, excluded = _covered(metric, rows, allow_languages, ref.label)
     _check_references(metric, rows, ref.label)
-    keys = keys_of(rows)
+    keys = segment_scores.segment_keys(rows)
     extra = set_fields(metric, rows, keys)
     signature = metric.signature(extra)
     stored = not metric.model_based or metric.model_digest() is not None
@@ -286,6 +277,7 @@ def plan_scoring(
         metric_name=metric.name, signature=signature, scope=scope, rows=rows.num_rows, unique=len(seen),
         cached=len(seen) - len(todo_index), todo_path=todo_path, shards=shards, started_at=started,
         corpus_path=corpus_path, signature_extra=extra, store_scores=stored, excluded_groups=excluded,
+        checkpoint_digest=metric.checkpoint_digest(),
         note="; ".join(notes) or None,
         parameters={"metric": spec.as_dict(), "scope": scope, "shard_size": shard_size,
                     "allow_languages": allow_languages},
@@ -374,8 +366,8 @@ def resume_plan(plan: ScorePlan, settings: Settings | None = None) -> ScorePlan:
         discard(plan)
         return replace(plan, cached=cached, todo_path=None, corpus_path=None, shards=[])
     write_parquet(todo.take(keep), Path(plan.todo_path))
-    size = len(keep) if metric_for(MetricSpec.from_dict(plan.metric)).depends_on_segment_set \
-        else int(plan.parameters.get("shard_size") or len(keep))
+    size = (len(keep) if metric_for(MetricSpec.from_dict(plan.metric)).depends_on_segment_set
+            else int(plan.parameters.get("shard_size") or len(keep)))
     shards = [(start, min(start + size, len(keep))) for start in range(0, len(keep), size)]
     return replace(plan, cached=cached, shards=shards)
 
@@ -402,8 +394,7 @@ def start_scoring(plan: ScorePlan, settings: Settings | None = None) -> ScorePla
 
 
 def _recorder(settings: Settings, plan: ScorePlan) -> RunRecorder:
-    inputs = {"dataset": plan.version.name, "version": plan.version.number, "dataset_digest": plan.version.digest,
-              "signature": plan.signature}
+    inputs = version_inputs(plan.version, signature=plan.signature)
     return RunRecorder(settings, "score", inputs, dict(plan.parameters), run_id=plan.run_id, started=plan.started_at)
 
 
@@ -444,6 +435,7 @@ def score_shard(plan: ScorePlan, shard: int, settings: Settings | None = None) -
         {k: list(v) for k, v in result.extra.items()} or None,
         result.stats.tolist() if result.stats is not None else None,
         plan.run_id,
+        plan.checkpoint_digest,
     )
     record: dict[str, Any] = {"seconds": seconds, "warnings": list(result.warnings)}
     if not plan.store_scores:
@@ -490,7 +482,7 @@ def finish_scoring(plan: ScorePlan, parts: list[dict[str, Any]], settings: Setti
             seconds = recorder.complete(recorded, files)
     discard(plan)
     return {"run_id": run_id, "dataset": plan.version.label, "signature": plan.signature,
-            "seconds": seconds, **summary}
+            "checkpoint_digest": plan.checkpoint_digest, "seconds": seconds, **summary}
 
 
 def discard(plan: ScorePlan) -> None:
@@ -506,26 +498,13 @@ def discard(plan: ScorePlan) -> None:
 # --- the runner: one sequence of steps, in this process or as flow tasks ------------------------
 
 
-class ScoringSteps(Protocol):
-    """The steps of a scoring request. :class:`InProcessSteps` calls the functions of this module; the
-    ``score`` flow passes the same functions wrapped as Prefect tasks. :func:`compute_plan` is the one
-    place that orders them, holds the lock, shows progress and closes a failed run."""
-
-    def plan(self, dataset: str, spec: MetricSpec, scope: str, shard_size: int,
-             allow_languages: bool) -> ScorePlan: ...
-
-    def resume(self, plan: ScorePlan) -> ScorePlan: ...
-
-    def start(self, plan: ScorePlan) -> ScorePlan: ...
-
-    def score_shard(self, plan: ScorePlan, shard: int) -> dict[str, Any]: ...
-
-    def finish(self, plan: ScorePlan, parts: list[dict[str, Any]], error: str | None = None) -> dict[str, Any]: ...
-
-
 @dataclass(frozen=True)
-class InProcessSteps:
-    """The steps as plain calls in this process, against ``settings``."""
+class ScoringSteps:
+    """The steps of a scoring request, declared once: each calls this module's function of that step
+    in this process, against ``settings``. The ``score`` flow hands :func:`compute_plan` the same
+    object with its methods as Prefect tasks (:func:`assay.flows.step_tasks.as_tasks`);
+    :func:`compute_plan` is the one place that orders them, holds the lock, shows progress and closes
+    a failed run."""
 
     settings: Settings
 
@@ -550,7 +529,6 @@ class InProcessSteps:
 def score_dataset(
     dataset: str,
     spec: MetricSpec,
-    *,
     scope: str = "judged",
     shard_size: int = 4000,
     allow_languages: bool = False,
@@ -562,10 +540,10 @@ def score_dataset(
     """Plan the request (unless ``plan`` is the plan already made for it), then :func:`compute_plan`;
     a failure marks the run failed and is raised again. Returns :func:`finish_scoring`'s summary.
 
-    ``steps`` defaults to :class:`InProcessSteps`; a handed-on ``plan`` is not planned again (it is
-    still brought up to date under the signature lock, :func:`resume_plan`)."""
+    ``steps`` defaults to :class:`ScoringSteps` in this process; a handed-on ``plan`` is not planned
+    again (it is still brought up to date under the signature lock, :func:`resume_plan`)."""
     settings = settings or load_settings()
-    steps = steps or InProcessSteps(settings)
+    steps = steps or ScoringSteps(settings)
     if plan is None:
         plan = steps.plan(dataset, spec, scope, shard_size, allow_languages)
     elif plan.metric != spec.as_dict() or plan.scope != scope:
@@ -579,9 +557,9 @@ def compute_plan(plan: ScorePlan, settings: Settings | None = None, timeout_s: f
     """Compute a plan exactly once: a plan with nothing to compute is finished at once (no run, no
     lock); otherwise, under the signature lock, :func:`resume_plan`, start, score every shard (one
     progress bar in segments over the shards when ``progress``) and finish. A failure marks the run
-    failed and is raised again. ``steps`` defaults to :class:`InProcessSteps`."""
+    failed and is raised again. ``steps`` defaults to :class:`ScoringSteps` in this process."""
     settings = settings or load_settings()
-    steps = steps or InProcessSteps(settings)
+    steps = steps or ScoringSteps(settings)
     if not plan.shards:
         return steps.finish(plan, [])
     with signature_lock_for(plan, settings, timeout_s):

@@ -24,7 +24,7 @@ So "a run row is ``running`` but nobody holds its signature's lock" proves its p
 scorer that takes the lock marks such rows ``crashed`` (:func:`assay.jobs.runs.mark_crashed`).
 
 The lock is not re-entrant: taking a lock this thread already holds raises instead of waiting for
-itself forever. Other threads and processes wait (or time out with :class:`LockTimeout`).
+itself forever. Other threads and processes wait (or time out with :class:`~assay.errors.LockTimeout`).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
 from assay.config import Settings
-from assay.errors import AssayError
+from assay.errors import LockTimeout
 
 log = logging.getLogger(__name__)
 
@@ -62,10 +62,6 @@ LOCK_NOT_AVAILABLE = "55P03"
 
 _SAFE = re.compile(r"[^a-z0-9._-]+")
 _held = threading.local()
-
-
-class LockTimeout(AssayError, TimeoutError):
-    """The lock was still held by another request when the timeout ran out."""
 
 
 def lock_key(namespace: str, signature: str) -> int:
@@ -95,7 +91,7 @@ def signature_lock(settings: Settings, namespace: str, signature: str,
 
     ``namespace`` is the metric name for scoring (any other job that needs exactly-once writes
     uses its own). Waits for another holder; with ``timeout_s`` gives up after that many seconds
-    with :class:`LockTimeout`. The lock lives in the catalog's PostgreSQL server when the catalog
+    with :class:`~assay.errors.LockTimeout`. The lock lives in the catalog's PostgreSQL server when the catalog
     is PostgreSQL, else in a lock file under ``ASSAY_HOME/locks``.
     """
     if timeout_s is not None and timeout_s < 0:
@@ -155,12 +151,15 @@ def _flock(fd: int, namespace: str, signature: str, timeout_s: float | None) -> 
 
 @contextlib.contextmanager
 def _postgres_lock(settings: Settings, namespace: str, signature: str, timeout_s: float | None) -> Iterator[None]:
-    from assay.catalog.engine import get_engine
+    from assay.catalog.engine import make_engine
 
     key = lock_key(namespace, signature)
     # a connection of its own, in autocommit: the lock is the session's, never a transaction's,
-    # and no transaction stays open while the request computes
-    conn = get_engine(settings).connect().execution_options(isolation_level="AUTOCOMMIT")
+    # and no transaction stays open while the request computes. Its engine is its own too: an
+    # advisory lock needs no table, so it is taken before the catalog has its schema as well (a
+    # sweep's study storage is opened under it, :mod:`assay.sweeps.storage`)
+    engine = make_engine(settings.catalog_url)
+    conn = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
     try:
         for name, value in KEEPALIVES.items():
             conn.execute(text("SELECT set_config(:name, :value, false)"), {"name": name, "value": value})
@@ -177,6 +176,7 @@ def _postgres_lock(settings: Settings, namespace: str, signature: str, timeout_s
         # pool: closing the connection ends the session, which releases whatever it still holds
         conn.invalidate()
         conn.close()
+        engine.dispose()
 
 
 def _pg_wait(conn: Any, key: int, namespace: str, signature: str, timeout_s: float | None) -> None:

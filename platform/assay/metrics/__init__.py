@@ -10,6 +10,9 @@ The public API for notebooks::
 The model-based metrics (BERTScore, BLEURT) live in the worker layer, which needs torch; the
 platform reaches them only by name, through the entry-point group ``assay.metrics`` in which every
 metric, those included, is registered (:mod:`assay.metrics.registry`, ``pyproject.toml``).
+
+``__all__`` names the package's public modules and the names re-exported here (each imported on
+first use).
 """
 
 from __future__ import annotations
@@ -73,11 +76,19 @@ __all__ = [
     "SentenceBLEU",
     "Signature",
     "UndigestedModelError",
+    "base",
+    "bleu_neighbors",
+    "bleu_neighbors_metric",
     "bleu_star",
     "create_metric",
+    "lexical",
     "metric_class",
     "metric_names",
+    "neighbors_index",
     "package_version",
+    "params",
     "parse_signature",
+    "registry",
     "render_signature",
+    "signature",
 ]

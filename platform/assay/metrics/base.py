@@ -147,6 +147,12 @@ class Metric(ABC):
         (then scores are never cached); otherwise :class:`UndigestedModelError`."""
         return None
 
+    def checkpoint_digest(self) -> str | None:
+        """The digest of the learned-metric checkpoint this metric scores with (what its signature's
+        ``checkpoint:`` field shows shortened, and what its stored scores record in full); None for
+        a metric that does not score with a checkpoint."""
+        return None
+
     @abstractmethod
     def score(
         self,

@@ -23,9 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import assay
+from assay.provenance import short
 
-#: digits of a sha256 shown in a signature (48 bits: collisions are not a practical concern)
-DIGEST_CHARS = 12
 #: what a model field says instead of a digest when the caller scored an undigested model
 UNDIGESTED = "undigested"
 
@@ -63,16 +62,13 @@ def package_version(name: str) -> str:
         return "none"
 
 
-def short_digest(digest: str) -> str:
-    return digest[:DIGEST_CHARS]
-
-
 def model_field(name: str, digest: str | None) -> str:
-    """``<name>@<digest[:12]>``, or ``<name>@undigested`` when ``digest`` is None (a model whose
-    weights could not be digested, scored on the caller's explicit request and never cached).
-    ``name`` is the last path component of a folder or hub id (``all-MiniLM-L6-v2``)."""
-    short = str(name).rstrip("/").split("/")[-1]
-    return f"{short}@{UNDIGESTED if digest is None else short_digest(digest)}"
+    """``<name>@<short digest>`` (:func:`assay.provenance.short`), or ``<name>@undigested`` when
+    ``digest`` is None (a model whose weights could not be digested, scored on the caller's explicit
+    request and never cached). ``name`` is the last path component of a folder or hub id
+    (``all-MiniLM-L6-v2``)."""
+    last = str(name).rstrip("/").split("/")[-1]
+    return f"{last}@{UNDIGESTED if digest is None else short(digest)}"
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,8 @@ Error analysis ("what does this metric miss?"), pure computation on arrays the c
 * :mod:`assay.mqm.sensitivity_comparison`: a checkpoint's drops against its parent's, paired;
 * :mod:`assay.mqm.disagreements`: the pairs humans clearly order one way and the metric the other;
 * :mod:`assay.mqm.span_marks`: the raters' spans as properly nested marks on a text.
+
+``__all__`` names the package's public modules and the names re-exported here.
 """
 
 from assay.mqm.disagreements import (
@@ -43,9 +45,12 @@ from assay.mqm.span_marks import SpanMark, mark_events, span_marks
 from assay.mqm.spans import MarkedText, parse_span
 from assay.mqm.weights import MTME, WeightingScheme, named, scheme
 
-__all__ = ["MTME", "BootstrapPlan", "CellComparison", "CellSensitivity", "Disagreement", "DisagreementSide",
-           "ErrorCell", "ErrorFeatures", "ErrorRecord", "ErrorRow", "Estimate", "ItemDisagreements", "MarkedText",
-           "RatedOutputs", "SegmentScores", "SensitivityComparison", "SensitivityReport", "SpanMark",
-           "WeightingScheme", "WorstDisagreements", "blind_spots", "compare_sensitivity", "error_features",
-           "error_sensitivity", "item_disagreements", "mark_events", "named", "parse_span", "scheme",
-           "segment_scores", "span_marks", "worst_disagreements"]
+__all__ = [
+    "MTME", "BootstrapPlan", "CellComparison", "CellSensitivity", "Disagreement", "DisagreementSide", "ErrorCell",
+    "ErrorFeatures", "ErrorRecord", "ErrorRow", "Estimate", "ItemDisagreements", "MarkedText", "RatedOutputs",
+    "SegmentScores", "SensitivityComparison", "SensitivityReport", "SpanMark", "WeightingScheme", "WorstDisagreements",
+    "blind_spots", "compare_sensitivity", "disagreements", "error_cells", "error_features", "error_sensitivity",
+    "item_disagreements", "mark_events", "named", "parse_span", "rated_outputs", "scheme", "scores", "segment_scores",
+    "sensitivity", "sensitivity_comparison", "span_marks", "spans", "weights", "within_item_regression",
+    "worst_disagreements",
+]

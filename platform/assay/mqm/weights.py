@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from assay.errors import InputError, UsageError
+from assay.provenance import short
 
 SEPARATOR = "/"
 
@@ -177,7 +178,7 @@ class WeightingScheme:
         name = self.name
         if name is not None:
             return f"mqm-weights:{name}"
-        digest = hashlib.sha256(self.canonical.encode("utf-8")).hexdigest()[:12]
+        digest = short(hashlib.sha256(self.canonical.encode("utf-8")).hexdigest())
         return f"mqm-weights:custom-{digest}"
 
 

@@ -25,9 +25,8 @@ correlation regressions.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
-from assay.catalog.dataset_versions import resolve
-from assay.catalog.engine import session_scope
 from assay.config import DEFAULT_SEED, Settings
 from assay.errors import UsageError
 from assay.jobs.error_analysis import compare_on_errors
@@ -72,10 +71,9 @@ def blindness_findings(settings: Settings, *, checkpoint_digest: str, suite_sign
         if best is None:
             continue
         own_signature, best_digest, best_signature, run_id = best
-        facts, comparison = compare_on_errors(entry.version.pinned, own_signature, best_signature,
+        facts, comparison = compare_on_errors(entry.version, own_signature, best_signature,
                                               n_resamples=n_resamples, seed=seed, settings=settings)
-        with session_scope(settings) as session:
-            version_id = resolve(session, entry.version.pinned).id
+        version_id = entry.version_id
         penalised = [c for c in comparison.cells if c.human_penalises]
         adjusted = holm_adjusted([c.p_value for c in penalised])
         findings += [_finding(c, p, checkpoint_digest, best_digest, own_signature, best_signature, facts,
@@ -105,10 +103,10 @@ def _team_best(settings: Settings, entry: SuiteEntry, digest: str, suite_signatu
 
 
 def _finding(cell: CellComparison, adjusted_p: float, digest: str, best_digest: str, signature: str,
-             best_signature: str, facts: dict[str, object], version_id: int, run_id: str, alpha: float) -> Finding:
+             best_signature: str, facts: dict[str, Any], version_id: int, run_id: str, alpha: float) -> Finding:
     value, baseline = cell.child_drop_std.value, cell.parent_drop_std.value
     return Finding(checkpoint_digest=digest, baseline_digest=best_digest,
-                   dataset=f"{facts['name']}@{facts['number']}", dataset_version_id=version_id, level=LEVEL,
+                   dataset=facts["version"].label, dataset_version_id=version_id, level=LEVEL,
                    group=cell.name, aspect=str(facts["aspect"]), statistic=STATISTIC, value=float(value),
                    baseline_value=float(baseline), p_value=float(adjusted_p), test=TEST,
                    regression=bool(value < baseline and adjusted_p < alpha), signature=signature,

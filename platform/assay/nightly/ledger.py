@@ -37,6 +37,7 @@ from sqlalchemy.exc import IntegrityError
 from assay.catalog.engine import session_scope
 from assay.catalog.models import Checkpoint, Dataset, DatasetVersion, SuiteEvaluation, utcnow
 from assay.catalog.models import Suite as SuiteRow
+from assay.checkpoints.ref import CheckpointRef
 from assay.config import Settings
 from assay.datasets.names import VersionRef
 from assay.errors import UsageError
@@ -68,9 +69,8 @@ MAX_ERROR_CHARS = 4000
 class WorkItem:
     """One checkpoint on one suite entry; plain JSON fields, so it travels as a flow parameter."""
 
-    checkpoint_digest: str
-    """what the worker scores: it resolves the digest to the registered folder and verifies it"""
-    checkpoint_name: str
+    checkpoint: CheckpointRef
+    """What the worker scores: it resolves the digest to the registered folder and verifies it."""
     version: VersionRef
     """The dataset version."""
     version_id: int
@@ -83,11 +83,12 @@ class WorkItem:
     @property
     def key(self) -> tuple[str, str, str]:
         """The ledger key: (checkpoint digest, dataset version digest, suite signature)."""
-        return self.checkpoint_digest, self.version.digest, self.suite_signature
+        return self.checkpoint.digest, self.version.digest, self.suite_signature
 
     def as_dict(self) -> dict[str, Any]:
-        """Plain JSON: the fields, ``version`` as :meth:`VersionRef.as_dict`."""
-        return {**asdict(self), "version": self.version.as_dict()}
+        """Plain JSON: the fields, ``checkpoint`` as :meth:`CheckpointRef.as_dict` and ``version`` as
+        :meth:`VersionRef.as_dict`."""
+        return {**asdict(self), "checkpoint": self.checkpoint.as_dict(), "version": self.version.as_dict()}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> WorkItem:
@@ -96,7 +97,8 @@ class WorkItem:
         if missing:
             raise UsageError(f"a work item needs the field(s) {missing}")
         fields = {k: data[k] for k in names}
-        return cls(**{**fields, "version": VersionRef.from_dict(fields["version"])})
+        return cls(**{**fields, "checkpoint": CheckpointRef.from_dict(fields["checkpoint"]),
+                      "version": VersionRef.from_dict(fields["version"])})
 
 
 @dataclass(frozen=True)
@@ -120,7 +122,7 @@ class Claim:
 
 
 def _key_filter(item: WorkItem) -> Any:
-    return ((SuiteEvaluation.checkpoint_digest == item.checkpoint_digest)
+    return ((SuiteEvaluation.checkpoint_digest == item.checkpoint.digest)
             & (SuiteEvaluation.dataset_digest == item.version.digest)
             & (SuiteEvaluation.suite_signature == item.suite_signature))
 
@@ -130,19 +132,18 @@ def pending_items(settings: Settings, suite: Suite, *, max_attempts: int = DEFAU
     ``crashed`` one claimed fewer than ``max_attempts`` times. Completed, failed (bad input) and
     running items are not. Ordered by checkpoint registration, then by the suite's entry order."""
     with session_scope(settings) as session:
-        checkpoints = list(session.execute(select(Checkpoint.digest, Checkpoint.name)
-                                           .order_by(Checkpoint.created_at, Checkpoint.id)))
+        checkpoints = [row.ref for row in session.scalars(select(Checkpoint)
+                                                         .order_by(Checkpoint.created_at, Checkpoint.id))]
         rows = session.execute(select(SuiteEvaluation.checkpoint_digest, SuiteEvaluation.dataset_digest,
                                       SuiteEvaluation.status, SuiteEvaluation.attempts)
                                .where(SuiteEvaluation.suite_signature == suite.signature))
         done = {(c, d) for c, d, status, attempts in rows
                 if not (status == "crashed" and attempts < max_attempts)}
-    return [WorkItem(checkpoint_digest=digest, checkpoint_name=name, version=entry.version,
-                     version_id=entry.version_id,
+    return [WorkItem(checkpoint=checkpoint, version=entry.version, version_id=entry.version_id,
                      suite_id=suite.id, suite_name=suite.name, suite_version=suite.version,
                      suite_signature=suite.signature)
-            for digest, name in checkpoints for entry in suite.entries
-            if (digest, entry.version.digest) not in done]
+            for checkpoint in checkpoints for entry in suite.entries
+            if (checkpoint.digest, entry.version.digest) not in done]
 
 
 def attempts_by_key(settings: Settings, keys: Sequence[tuple[str, str, str]]) -> dict[tuple[str, str, str], int]:
@@ -169,7 +170,7 @@ def claim(settings: Settings, item: WorkItem, *, flow_run_id: str | None,
     now = utcnow()
     try:
         with session_scope(settings) as session:
-            row = SuiteEvaluation(checkpoint_digest=item.checkpoint_digest, dataset_digest=item.version.digest,
+            row = SuiteEvaluation(checkpoint_digest=item.checkpoint.digest, dataset_digest=item.version.digest,
                                   dataset_version_id=item.version_id, suite_id=item.suite_id,
                                   suite_signature=item.suite_signature, status="running", attempts=1,
                                   flow_run_id=flow_run_id, claimed_at=now, summary={})
@@ -187,7 +188,7 @@ def claim(settings: Settings, item: WorkItem, *, flow_run_id: str | None,
             .execution_options(synchronize_session=False))
         if _rowcount(result) != 1:
             if session.scalar(select(SuiteEvaluation.id).where(_key_filter(item))) is None:
-                raise UsageError(f"cannot claim {item.checkpoint_name} on {item.version.label}: the work item names a "
+                raise UsageError(f"cannot claim {item.checkpoint} on {item.version.label}: the work item names a "
                                  f"dataset version or suite that is not in this catalog ({refused.orig})")
             return None
         ledger_id, attempts = session.execute(select(SuiteEvaluation.id, SuiteEvaluation.attempts)
@@ -309,7 +310,8 @@ def history(settings: Settings, suite_name: str | None = None,
                 "checkpoint_name": checkpoint.name if checkpoint is not None else None,
                 "checkpoint_created_at": _iso(checkpoint.created_at) if checkpoint is not None else None,
                 "operation": lineage.get("operation"), "parent_digest": lineage.get("parent_digest"),
-                "lineage": lineage, "dataset": f"{dataset}@{number}", "dataset_digest": row.dataset_digest,
+                "lineage": lineage, "dataset": VersionRef(dataset, number, row.dataset_digest).label,
+                "dataset_digest": row.dataset_digest,
                 "dataset_version_id": row.dataset_version_id, "suite_name": s_name, "suite_version": s_version,
                 "suite_signature": row.suite_signature, "attempts": row.attempts,
                 "score_run_id": row.score_run_id, "evaluate_run_id": row.evaluate_run_id,

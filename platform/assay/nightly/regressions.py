@@ -57,15 +57,18 @@ from sqlalchemy import and_, delete, or_, select
 from assay.catalog.dataset_versions import resolve
 from assay.catalog.engine import session_scope
 from assay.catalog.models import Checkpoint, DatasetVersion, Regression, Run, SuiteEvaluation
-from assay.checkpoints.labels import lineage_text, signature_checkpoint
+from assay.checkpoints.labels import lineage_text, row_checkpoint
+from assay.checkpoints.ref import CheckpointRef
 from assay.checkpoints.registry import find, labels_by_digest
 from assay.config import DEFAULT_RESAMPLES, DEFAULT_SEED, Settings
 from assay.datasets.names import VersionRef
 from assay.errors import UsageError
-from assay.jobs.evaluation import SEG_STATS, SYS_STATS, compare_signatures
-from assay.metrics.signature import short_digest
+from assay.jobs.evaluation import compare_signatures
+from assay.jobs.protocol_wmt24 import LEVELS as WMT24_LEVELS
 from assay.nightly.suites import SuiteEntry
+from assay.provenance import short
 from assay.results import correlations, significance
+from assay.stats.levels import statistics_at
 
 __all__ = [
     "Finding",
@@ -79,12 +82,8 @@ __all__ = [
 ]
 
 COMPLETED = "completed"
-MEAN_GROUP = "all"
-_DIGEST = re.compile(r"[0-9a-f]{64}")
 _SUITE_SIGNATURE = re.compile(r"[0-9A-Za-z._:-]{1,64}")
 _RUN_ID = re.compile(r"[0-9a-f-]{1,64}")
-_STATISTICS = {"seg": (*SEG_STATS, "acc_t_item"), "sys": (*SYS_STATS, "spa"), "avg": ("wmt24",)}
-"""Per level, the statistics a suite cell may name (the WMT24 protocol's included)."""
 
 CellKey = tuple[str, str, str]
 """(group, aspect, statistic)."""
@@ -138,9 +137,7 @@ class Finding:
 # --- input checks ---------------------------------------------------------------------------------
 
 def _check_digest(digest: str) -> str:
-    if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
-        raise UsageError(f"checkpoint digest {digest!r} is not a sha256 hex digest (64 lowercase hex digits)")
-    return digest
+    return CheckpointRef(digest).digest  # refuses anything but a full sha256 hex digest
 
 
 def _check_suite_signature(signature: str) -> str:
@@ -150,26 +147,34 @@ def _check_suite_signature(signature: str) -> str:
     return signature
 
 
-def _cells_of(entries: Iterable[SuiteCell | SuiteEntry]) -> list[SuiteCell]:
-    """The cells of suite entries: a :class:`SuiteCell` as it is; a :class:`assay.nightly.suites.SuiteEntry`
-    expanded to its levels x the statistics each level accepts, its version pinned by digest."""
-    cells: list[SuiteCell] = []
+def _cells_of(entries: Iterable[SuiteCell | SuiteEntry]) -> list[tuple[SuiteCell, _Version | None]]:
+    """The cells of suite entries, each with its dataset version where the entry carries it: a
+    :class:`assay.nightly.suites.SuiteEntry` expanded to its levels x the statistics each level
+    accepts, with its pinned version; a :class:`SuiteCell` as it is, its reference still to resolve."""
+    cells: list[tuple[SuiteCell, _Version | None]] = []
     for entry in entries:
         if isinstance(entry, SuiteEntry):
-            cells += [SuiteCell(entry.version.pinned, level, statistic)
+            pinned = _Version(entry.version_id, entry.version)
+            cells += [(SuiteCell(entry.version.label, level, statistic), pinned)
                       for level in entry.levels for statistic in entry.statistics_for(level)]
         elif isinstance(entry, SuiteCell):
-            cells.append(entry)
+            cells.append((entry, None))
         else:
             raise UsageError(f"suite entry {entry!r} is neither a SuiteCell(dataset, level, statistic) nor a "
                              "suite's SuiteEntry")
     return cells
 
 
+def _statistics_at(level: str) -> tuple[str, ...]:
+    """The statistics a suite cell may name at ``level``: the per-level ones, then the WMT24
+    protocol's (:func:`assay.stats.levels.statistics_at`)."""
+    return statistics_at(level) + statistics_at(level, WMT24_LEVELS)
+
+
 def _check_cells(cells: Sequence[SuiteCell]) -> None:
     for cell in cells:
-        allowed = _STATISTICS.get(cell.level)
-        if allowed is None:
+        allowed = _statistics_at(cell.level)
+        if not allowed:
             raise UsageError(f"suite entry {cell.dataset}: unknown level {cell.level!r} (expected seg, sys or avg)")
         if cell.statistic not in allowed:
             raise UsageError(f"suite entry {cell.dataset}: statistic {cell.statistic!r} is not available at level "
@@ -225,18 +230,18 @@ def _p_values(settings: Settings, dataset: str, run_id: str, level: str
 
 
 def _of_checkpoint(rows: list[dict[str, Any]], digest: str) -> dict[CellKey, dict[str, Any]]:
-    """The rows of ``digest``'s signature (its ``checkpoint:`` field), by (group, aspect, statistic)."""
-    short = short_digest(digest)
-    return {(r["group"], r["aspect"], r["statistic"]): r for r in rows
-            if signature_checkpoint(r["signature"]) == short}
+    """The rows scored with checkpoint ``digest`` (:func:`assay.checkpoints.labels.row_checkpoint`), by
+    (group, aspect, statistic)."""
+    checkpoint = CheckpointRef(digest)
+    return {(r["group"], r["aspect"], r["statistic"]): r for r in rows if checkpoint.matches(row_checkpoint(r))}
 
 
 def _compared_keys(own: dict[CellKey, dict[str, Any]], statistics: set[str], per_group: bool) -> list[CellKey]:
     keys = [k for k in own if k[2] in statistics and own[k]["value"] is not None]
     if per_group:
         return sorted(keys)
-    with_mean = {(a, s) for g, a, s in keys if g == MEAN_GROUP}
-    return sorted(k for k in keys if k[0] == MEAN_GROUP or (k[1], k[2]) not in with_mean)
+    kept = correlations.mean_else_each_group([own[k] for k in keys], ("aspect", "statistic"))
+    return sorted((r["group"], r["aspect"], r["statistic"]) for r in kept)
 
 
 def headline_values(settings: Settings, entry: SuiteEntry, evaluated: Sequence[tuple[str, str]]
@@ -251,7 +256,7 @@ def headline_values(settings: Settings, entry: SuiteEntry, evaluated: Sequence[t
     for digest, run_id in evaluated:
         rows = _of_checkpoint(_correlation_rows(settings, entry.version.name, run_id, level), digest)
         keys = sorted((k for k, r in rows.items() if k[2] == statistic and r["value"] is not None),
-                      key=lambda k: (k[0] != MEAN_GROUP, k[0], k[1]))
+                      key=lambda k: (k[0] != correlations.MEAN_GROUP, k[0], k[1]))
         if keys:
             found[digest] = (float(rows[keys[0]]["value"]), str(rows[keys[0]]["signature"]))
     return found
@@ -277,12 +282,13 @@ def compare_with_best(settings: Settings, *, checkpoint_digest: str, suite_signa
     if n_resamples < 1:
         raise UsageError(f"n_resamples must be at least 1 (got {n_resamples})")
     cells = _cells_of(entries)
-    _check_cells(cells)
+    _check_cells([cell for cell, _ in cells])
     wanted: dict[tuple[_Version, str], set[str]] = {}
     with session_scope(settings) as session:
-        for cell in cells:
-            v = resolve(session, cell.dataset)
-            version = _Version(v.id, v.ref)
+        for cell, version in cells:
+            if version is None:
+                v = resolve(session, cell.dataset)
+                version = _Version(v.id, v.ref)
             wanted.setdefault((version, cell.level), set()).add(cell.statistic)
     findings: list[Finding] = []
     for (version, level), statistics in wanted.items():
@@ -297,12 +303,12 @@ def _compare_on(settings: Settings, version: _Version, level: str, statistics: s
     ledger = evaluated_on(settings, version.ref.digest, suite_signature)
     own_entry = next((e for e in ledger if e.checkpoint_digest == digest), None)
     if own_entry is None:
-        raise UsageError(f"checkpoint {digest[:12]} has no evaluation of {version.label} under suite signature "
+        raise UsageError(f"checkpoint {short(digest)} has no evaluation of {version.label} under suite signature "
                          f"{suite_signature} in the ledger; evaluate it first (the nightly flow does)")
     own_rows = _of_checkpoint(_correlation_rows(settings, version.ref.name, own_entry.evaluate_run_id, level), digest)
     if not own_rows:
         raise UsageError(f"evaluation run {own_entry.evaluate_run_id} of {version.label} has no {level}-level "
-                         f"correlations of checkpoint {digest[:12]}")
+                         f"correlations of checkpoint {short(digest)}")
     baselines = [e for e in ledger if e.checkpoint_digest != digest and e.status == COMPLETED]
     candidates = [(e, _of_checkpoint(_correlation_rows(settings, version.ref.name, e.evaluate_run_id, level),
                                      e.checkpoint_digest)) for e in baselines]
@@ -342,7 +348,7 @@ def _paired_comparison(settings: Settings, version: _Version, level: str, own: E
     own_signature = next(iter(own_rows.values()))["signature"]
     signatures = [own_signature, *sorted({row["signature"] for _, row in best.values()})]
     permutations = {"n_permutations": int(parameters["n_permutations"])} if parameters.get("n_permutations") else {}
-    compared = compare_signatures(version.label, level=level, signatures=signatures,
+    compared = compare_signatures(version.ref, level=level, signatures=signatures,
                                   statistics=sorted({k[2] for k in best}), seed=seed, n_resamples=n_resamples,
                                   protocol=parameters.get("protocol"),
                                   exclude_groups=list(parameters.get("exclude_groups") or []), settings=settings,

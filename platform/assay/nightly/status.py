@@ -80,16 +80,16 @@ def nightly_status(settings: Settings, suite: Suite | None, *, suite_name: str |
                                        .where(SuiteEvaluation.suite_signature == suite.signature)).tuples())
             registered_at = dict(session.execute(select(Checkpoint.digest, Checkpoint.created_at)).tuples().all())
         for item in ledger.pending_items(settings, suite):
-            if (item.checkpoint_digest, item.version.digest) in rows:
+            digest = item.checkpoint.digest
+            if (digest, item.version.digest) in rows:
                 continue  # a crashed row with attempts left: listed under crashed below
-            registered = registered_at.get(item.checkpoint_digest)
-            state = "owed" if item.checkpoint_digest in owed else "pending"
-            entry = {"checkpoint_name": item.checkpoint_name, "checkpoint_digest": item.checkpoint_digest,
+            registered = registered_at.get(digest)
+            state = "owed" if digest in owed else "pending"
+            entry = {"checkpoint_name": item.checkpoint.name, "checkpoint_digest": digest,
                      "dataset": item.version.label, "suite": f"{item.suite_name}@{item.suite_version}",
                      "since": registered.isoformat() if registered else None, "age_s": _age(now, registered)}
             if state == "owed":
-                entry.update(attempts=owed[item.checkpoint_digest].attempts,
-                             error=owed[item.checkpoint_digest].last_error)
+                entry.update(attempts=owed[digest].attempts, error=owed[digest].last_error)
             status.items[state].append(entry)
     for row in _ledger_rows(settings, suite_name):
         since = row.pop("_since")

@@ -2,7 +2,7 @@
 
 A suite is a named, versioned list of entries; each entry pins one dataset version (by number and
 content digest) and says at which levels (``seg``, ``sys``) and with which statistics it is
-evaluated (:func:`assay.jobs.evaluation.evaluate`'s levels and statistics), optionally restricted to
+evaluated (:mod:`assay.stats.levels`: the levels and statistics that evaluation accepts), optionally restricted to
 some groups (language pairs, tasks). A statistic of an entry is computed at every level of the
 entry that accepts it (``acc_t`` only at ``seg``, ``pairwise_accuracy`` only at ``sys``); each level
 must get at least one.
@@ -16,7 +16,7 @@ the team's best on an error category the raters penalise (:mod:`assay.nightly.re
 keys appear in the canonical definition only when set, so older suites keep their signatures.
 
 The definition is stored as canonical JSON (keys sorted, no spaces; entries sorted by dataset name
-and version number; levels and statistics in :mod:`assay.jobs.evaluation`'s order), for example::
+and version number; levels and statistics in :mod:`assay.stats.levels`' order), for example::
 
     {"entries": [{"dataset": "wmt17@1", "digest": "f601...", "groups": null,
                   "levels": ["seg"], "statistics": ["pearson", "kendall"]}],
@@ -32,8 +32,6 @@ is latest when the suite is defined.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
 import re
 import time
@@ -50,19 +48,18 @@ from assay.catalog.engine import session_scope
 from assay.catalog.models import DatasetVersion, System
 from assay.catalog.models import Suite as SuiteRow
 from assay.config import Settings
-from assay.datasets.names import DatasetRef, VersionRef
-from assay.errors import CatalogError, NotFoundError, UsageError
-from assay.jobs.evaluation import DEFAULT_STATS, SEG_STATS, SYS_STATS
+from assay.datasets.names import DatasetRef, VersionRef, split_reference
+from assay.errors import CatalogError, SuiteNotFound, UsageError
 from assay.jobs.protocol_wmt24 import LEVELS as WMT24_LEVELS
 from assay.jobs.protocol_wmt24 import PROTOCOL as WMT24
+from assay.provenance import json_digest, short
+from assay.stats.levels import DEFAULT_STATS, LEVELS, SEG_STATS, STATISTIC_ORDER, statistics_at
 
 __all__ = [
     "DEFAULT_SUITE",
     "LEVELS",
     "Suite",
     "SuiteEntry",
-    "SuiteNotFound",
-    "canonical_json",
     "default_entries",
     "define_suite",
     "get_suite",
@@ -72,13 +69,10 @@ __all__ = [
 
 DEFAULT_SUITE = "nightly"
 """The suite the nightly flow evaluates when none is named."""
-LEVELS = ("seg", "sys")
-STATISTICS_BY_LEVEL: dict[str, tuple[str, ...]] = {"seg": SEG_STATS, "sys": SYS_STATS}
 PROTOCOLS = (WMT24,)
 #: the WMT24 protocol's levels, in suite order, and the statistic each one reports
 WMT24_STATISTICS_BY_LEVEL: dict[str, tuple[str, ...]] = {
-    level: tuple(s for s, lv in WMT24_LEVELS.items() if lv == level) for level in ("seg", "sys", "avg")}
-_STAT_ORDER = SEG_STATS + tuple(s for s in SYS_STATS if s not in SEG_STATS)
+    level: statistics_at(level, WMT24_LEVELS) for level in ("seg", "sys", "avg")}
 FORMAT = "assay-suite"
 FORMAT_VERSION = 1
 MAX_ENTRIES = 200
@@ -89,10 +83,6 @@ _GROUP = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,127}")
 _ENTRY_KEYS = frozenset({"dataset", "levels", "statistics", "groups", "protocol", "errors"})
 
 
-class SuiteNotFound(NotFoundError, UsageError):
-    """A suite reference names no stored suite (or no such version of it)."""
-
-
 def validate_suite_name(name: str) -> str:
     """A suite name: a lowercase letter, then up to 63 lowercase letters, digits, ``_`` or ``-``
     (names reach SQL, file names and HTML)."""
@@ -100,11 +90,6 @@ def validate_suite_name(name: str) -> str:
         raise UsageError(f"invalid suite name {name!r}: use a lowercase letter followed by up to 63 lowercase "
                          "letters, digits, '_' or '-' (e.g. 'nightly', 'wmt-seg')")
     return name
-
-
-def canonical_json(value: Any) -> str:
-    """The one serialisation a signature is computed from: sorted keys, no spaces, ASCII."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
 @dataclass(frozen=True)
@@ -128,8 +113,7 @@ class SuiteEntry:
 
     def statistics_for(self, level: str) -> tuple[str, ...]:
         """The entry's statistics that ``level`` accepts, in canonical order."""
-        by_level = WMT24_STATISTICS_BY_LEVEL if self.protocol == WMT24 else STATISTICS_BY_LEVEL
-        allowed = by_level.get(level, ())
+        allowed = statistics_at(level, WMT24_LEVELS if self.protocol == WMT24 else None)
         return tuple(s for s in self.statistics if s in allowed) if level in self.levels else ()
 
     def definition(self) -> dict[str, Any]:
@@ -180,7 +164,8 @@ def _definition(entries: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def signature_of(definition: Mapping[str, Any]) -> str:
-    return hashlib.sha256(canonical_json(definition).encode("ascii")).hexdigest()
+    """sha256 of the definition as canonical JSON (:func:`assay.provenance.json_digest`)."""
+    return json_digest(definition)
 
 
 # --- defining ---------------------------------------------------------------------------------------
@@ -268,15 +253,15 @@ def _levels_and_statistics(raw: Mapping[str, Any], version: DatasetVersion, wher
         if not wanted:
             raise UsageError(f"{where}: no statistics given")
     for stat in wanted:
-        if not any(stat in STATISTICS_BY_LEVEL[lv] for lv in levels):
-            choices = "; ".join(f"{lv}: {', '.join(STATISTICS_BY_LEVEL[lv])}" for lv in levels)
+        if not any(stat in statistics_at(lv) for lv in levels):
+            choices = "; ".join(f"{lv}: {', '.join(statistics_at(lv))}" for lv in levels)
             raise UsageError(f"{where}: statistic {stat!r} is not available at level(s) {', '.join(levels)} "
                              f"(choose from {choices})")
-    statistics = [s for s in _STAT_ORDER if s in wanted]
+    statistics = [s for s in STATISTIC_ORDER if s in wanted]
     for lv in levels:
-        if not any(s in STATISTICS_BY_LEVEL[lv] for s in statistics):
+        if not any(s in statistics_at(lv) for s in statistics):
             raise UsageError(f"{where}: none of the statistics {statistics} is available at level {lv} "
-                             f"(choose from {', '.join(STATISTICS_BY_LEVEL[lv])})")
+                             f"(choose from {', '.join(statistics_at(lv))})")
     _check_data(version, levels, statistics, where)
     return levels, statistics
 
@@ -379,24 +364,24 @@ def _suite_from_row(session: Session, row: SuiteRow, resolved: list[SuiteEntry] 
 
 
 def _stored_entry(session: Session, row: SuiteRow, raw: Mapping[str, Any]) -> SuiteEntry:
-    name = str(raw["dataset"]).partition("@")[0]
-    version = find_version_by_digest(session, name, str(raw["digest"]))
+    pinned = VersionRef.parse(str(raw["dataset"]), str(raw["digest"]))  # as SuiteEntry.definition stores it
+    version = find_version_by_digest(session, pinned.name, pinned.digest)
     if version is None:
-        raise CatalogError(f"suite {row.name}@{row.version} pins {raw['dataset']} ({str(raw['digest'])[:12]}), "
+        raise CatalogError(f"suite {row.name}@{row.version} pins {pinned.label} ({short(pinned.digest)}), "
                            "which is not in this catalog")
     groups = tuple(raw["groups"]) if raw.get("groups") is not None else None
     exclude = tuple(g for g in _version_groups(session, version.id) if g not in groups) if groups else ()
-    return SuiteEntry(version=VersionRef.parse(str(raw["dataset"]), version.digest), version_id=version.id,
+    return SuiteEntry(version=pinned, version_id=version.id,
                       levels=tuple(raw["levels"]), statistics=tuple(raw["statistics"]), groups=groups,
                       exclude_groups=exclude, protocol=raw.get("protocol"), errors=bool(raw.get("errors", False)))
 
 
 def _parse_ref(ref: str) -> tuple[str, int | None]:
-    name, at, number = ref.partition("@") if isinstance(ref, str) else ("", "", "")
+    name, number = split_reference(ref) if isinstance(ref, str) else ("", None)
     validate_suite_name(name)
-    if at and not (number.isdigit() and 0 < len(number) < 10):
+    if number is not None and not (number.isdigit() and 0 < len(number) < 10):
         raise UsageError(f"invalid suite reference {ref!r}: expected NAME or NAME@VERSION (a version number)")
-    return name, int(number) if at else None
+    return name, int(number) if number is not None else None
 
 
 def get_suite(settings: Settings, ref: str) -> Suite:

@@ -1,1 +1,6 @@
-"""Read-only DuckDB queries over the Parquet stores."""
+"""Read-only DuckDB queries over the Parquet stores.
+
+``__all__`` names its public modules; the package imports none of them itself.
+"""
+
+__all__ = ["duck", "leaderboard", "literals"]

@@ -74,9 +74,8 @@ SCORES_VIEW = "scores"
 
 def _segment_keys(source: pa.Array, references: pa.Array, candidate: pa.Array) -> pa.Array:
     """:func:`~assay.results.segment_scores.segment_key` of each row of a batch (DuckDB's Arrow UDF)."""
-    return pa.array([segment_scores.segment_key(s, r, c) for s, r, c in
-                     zip(source.to_pylist(), references.to_pylist(), candidate.to_pylist(), strict=True)],
-                    pa.string())
+    columns = {"source": source.to_pylist(), "references": references.to_pylist(), "candidate": candidate.to_pylist()}
+    return pa.array(segment_scores.segment_keys(columns), pa.string())
 
 
 def register_functions(con: duckdb.DuckDBPyConnection) -> None:
@@ -130,17 +129,15 @@ def readonly_connection(
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """A read-only DuckDB connection with one view per Parquet file (and any ``extra`` views,
     given as trusted SQL built by Assay itself). A file written before a store column was renamed
-    shows it under its current name (:func:`assay.datasets.store.legacy_renames`). Assay's SQL
+    shows it under its current name (:func:`assay.datasets.store.sql_columns`). Assay's SQL
     functions (:func:`register_functions`) are callable in the views and the queries."""
     with tempfile.TemporaryDirectory(prefix="assay-duckdb-") as tmp:
         db_path = str(Path(tmp) / "views.duckdb")
         with duckdb.connect(db_path) as con:
             register_functions(con)
             for name, path in views.items():
-                renames = store.legacy_renames(path)
-                columns = "*" + (" RENAME (" + ", ".join(f'"{old}" AS "{new}"' for old, new in renames.items()) + ")"
-                                 if renames else "")
-                con.execute(f'CREATE VIEW "{name}" AS SELECT {columns} FROM read_parquet({sql_literal(str(path))})')
+                con.execute(f'CREATE VIEW "{name}" AS SELECT {store.sql_columns(path)} '
+                            f'FROM read_parquet({sql_literal(str(path))})')
             for name, sql in (extra or {}).items():
                 con.execute(f'CREATE VIEW "{name}" AS {sql}')
         con = duckdb.connect(db_path, read_only=True)

@@ -1,7 +1,8 @@
 """Leaderboards: ranked correlations with significance clusters, from DuckDB over the results store.
 
 Rows come from the correlation store (:mod:`assay.results.correlations`, written by ``assay
-evaluate``); for each metric signature the newest matching row is taken. Ranks follow the value;
+evaluate``); for each metric signature the row of its newest matching run is taken
+(:mod:`assay.results.newest_run`: the latest ``created_at``, ties to the larger run id). Ranks follow the value;
 clusters follow mt-metrics-eval's rule (a new cluster opens where a better metric wins at p <=
 alpha) using the pairwise p-values that the evaluation stored, so a filtered leaderboard (a subset
 of metrics) is re-clustered correctly. Rows computed on different item sets or dataset versions are
@@ -27,13 +28,16 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from assay.checkpoints.labels import labels_for, lineage_text, signature_checkpoint
+from assay.checkpoints.labels import labels_for, lineage_text, row_checkpoint
 from assay.config import Settings, load_settings
 from assay.datasets.names import DatasetRef
 from assay.errors import NotFoundError, UsageError
 from assay.jobs import protocol_wmt23, protocol_wmt24
+from assay.provenance import short
 from assay.results import correlations, significance
+from assay.results.correlations import MEAN_GROUP
 from assay.results.external_scores import is_external
+from assay.results.newest_run import newest_run_sql
 from assay.stats import assign_clusters, shared_ranks
 
 PROTOCOL_HEADLINES = {
@@ -41,6 +45,17 @@ PROTOCOL_HEADLINES = {
     protocol_wmt24.PROTOCOL: ("avg", protocol_wmt24.AVERAGE),
 }
 """The (level, statistic) a protocol ranks metrics by: its average."""
+DEFAULT_HEADLINE = ("seg", "kendall")
+"""The (level, statistic) of a dataset evaluated under no such protocol: segment-level Kendall tau."""
+
+
+def headline(protocol: str | None = None) -> tuple[str, str, str]:
+    """(level, statistic, group) of a dataset's headline leaderboard, the one shown unless another
+    is asked for: the protocol's average (:data:`PROTOCOL_HEADLINES`), else segment-level Kendall
+    (:data:`DEFAULT_HEADLINE`), on the mean over groups. Its rows are each signature's newest run
+    (:mod:`assay.results.newest_run`)."""
+    level, statistic = PROTOCOL_HEADLINES.get(protocol or "", DEFAULT_HEADLINE)
+    return level, statistic, MEAN_GROUP
 
 
 @dataclass(frozen=True)
@@ -50,7 +65,7 @@ class LeaderboardQuery:
     """None: the protocol's headline level (``avg``), else ``seg``."""
     statistic: str | None = None
     """None: the protocol's headline statistic (its average), else ``kendall``."""
-    group: str = "all"
+    group: str = MEAN_GROUP
     aspect: str | None = None
     metrics: tuple[str, ...] = ()
     since: datetime | None = None
@@ -61,7 +76,7 @@ class LeaderboardQuery:
 
     def resolved(self) -> LeaderboardQuery:
         """The query with its level and statistic filled in."""
-        level, statistic = PROTOCOL_HEADLINES.get(self.protocol or "", ("seg", "kendall"))
+        level, statistic, _ = headline(self.protocol)
         return replace(self, level=self.level or level, statistic=self.statistic or statistic)
 
 
@@ -146,7 +161,8 @@ def _nothing_found(con: duckdb.DuckDBPyConnection, source: str, query: Leaderboa
 
 def _newest_rows(con: duckdb.DuckDBPyConnection, source: str, where: list[str], params: dict[str, Any],
                  version_filter: str) -> list[dict[str, Any]]:
-    """Per (signature, aspect), the newest stored row that matches ``where``."""
+    """Per (signature, aspect), the row of the newest run that matches ``where``
+    (:func:`assay.results.newest_run.newest_run_sql`)."""
     sql = f"""
         WITH rows AS (
             SELECT * FROM {source}
@@ -154,11 +170,11 @@ def _newest_rows(con: duckdb.DuckDBPyConnection, source: str, where: list[str], 
         ),
         newest_version AS (SELECT max(version_number) AS v FROM rows)
         SELECT run_id, dataset, version_number, version_digest, level, "group", aspect, metric, signature,
-               statistic, value, ci_low, ci_high, n, unit, n_excluded, item_set, protocol, epsilon, degenerate,
-               official, protocol_signature, created_at
+               checkpoint_digest, statistic, value, ci_low, ci_high, n, unit, n_excluded, item_set, protocol, epsilon,
+               degenerate, official, protocol_signature, created_at
         FROM rows
         WHERE {version_filter}
-        QUALIFY row_number() OVER (PARTITION BY signature, aspect ORDER BY created_at DESC) = 1
+        {newest_run_sql(("signature", "aspect"))}
         ORDER BY aspect, signature
     """
     cursor = con.execute(sql, params)
@@ -174,13 +190,13 @@ def _ranked(row: dict[str, Any]) -> bool:
 def _name_checkpoints(rows: list[dict[str, Any]], settings: Settings) -> None:
     """Give each learned-metric row its checkpoint's registered name and lineage
     (``checkpoint``: ``name (finetune of parent)``; None for other metrics or unregistered ones).
-    The catalog is opened only when some row's signature names a checkpoint."""
-    digests = {row["signature"]: digest for row in rows if (digest := signature_checkpoint(row["signature"]))}
+    The catalog is opened only when some row names a checkpoint (:func:`row_checkpoint`)."""
+    digests = {row["signature"]: digest for row in rows if (digest := row_checkpoint(row))}
     labels = labels_for(settings, digests.values())
     for row in rows:
         digest = digests.get(row["signature"])
         label = labels.get(digest) if digest else None
-        row["checkpoint"] = lineage_text(label) if label else (f"unregistered {digest}" if digest else None)
+        row["checkpoint"] = lineage_text(label) if label else (f"unregistered {short(digest)}" if digest else None)
 
 
 def _refuse_mixed_aspects(rows: list[dict[str, Any]], query: LeaderboardQuery) -> None:

@@ -22,6 +22,8 @@
 
 Sections without data say which commands produce them. Charts are inline SVG; nothing is loaded
 from the network when the page is viewed.
+
+``__all__`` names the package's public modules and the names defined here.
 """
 
 from __future__ import annotations
@@ -43,20 +45,23 @@ from assay.report.palette import MetricPalette
 from assay.report.sections import (
     Section,
     correlations,
-    drift,
     errors,
     learned,
-    neighbors,
     nightly,
     reproduction,
     scatter,
     selection,
     systems,
 )
+from assay.report.sections import drift as drift_section
+from assay.report.sections import neighbors as neighbors_section
 from assay.report.svg import esc
 from assay.results import robustness as robustness_results
 
-__all__ = ["REPORT_FILE", "build_report"]
+__all__ = [
+    "REPORT_FILE", "build_report", "charts", "collect", "context", "drift", "footnotes", "neighbors", "page", "palette",
+    "reference", "sections", "segments", "spans", "svg", "tables",
+]
 
 REPORT_FILE = "index.html"
 
@@ -81,8 +86,8 @@ def build_report(out_dir: Path | str, settings: Settings | None = None, *, main_
         scatter.render(ctx, evaluations, main_dataset, sample_limit, seed),
         systems.render(ctx, evaluations),
         errors.render(ctx),
-        neighbors.render(ctx, versions),
-        drift.render(ctx, drift_evaluations),
+        neighbors_section.render(ctx, versions),
+        drift_section.render(ctx, drift_evaluations),
         learned.render(ctx),
     ]
     over_time = nightly.render(ctx)  # rendered in page order (footnote numbers follow citation order)

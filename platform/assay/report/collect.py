@@ -13,10 +13,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from operator import itemgetter
 from typing import Any
 
 import duckdb
@@ -27,6 +26,7 @@ from assay.catalog.models import Run
 from assay.config import Settings
 from assay.datasets.names import VersionRef
 from assay.results import correlations
+from assay.results.newest_run import newest_run_by_cell
 
 DRIFT_KIND = "quality-drift"
 #: derived versions that only exist as a robustness experiment's train/test samples (shown with
@@ -160,15 +160,9 @@ def correlation_rows(settings: Settings) -> list[CorrelationRow]:
 
 
 def _latest_runs(rows: Iterable[CorrelationRow]) -> list[CorrelationRow]:
-    """Per statistic, the rows of the newest run."""
-    by_stat: dict[str, dict[str, list[CorrelationRow]]] = {}
-    for r in rows:
-        by_stat.setdefault(r.statistic, {}).setdefault(r.run_id, []).append(r)
-    chosen: list[CorrelationRow] = []
-    for runs in by_stat.values():
-        newest = max(runs.values(), key=lambda rs: (max(r.created_at for r in rs), rs[0].run_id))
-        chosen += newest
-    return chosen
+    """Per statistic (of one dataset version and level), the rows of the newest run
+    (:func:`assay.results.newest_run.newest_run_by_cell`), statistics in the order they first appear."""
+    return [r for chosen in newest_run_by_cell(rows, ("statistic",)).values() for r in chosen]
 
 
 def latest_evaluations(rows: list[CorrelationRow], versions: list[VersionInfo],
@@ -203,19 +197,6 @@ def latest_evaluations(rows: list[CorrelationRow], versions: list[VersionInfo],
     evaluations.sort(key=lambda e: (e.version.ref.name, e.level != "seg"))
     drift.sort(key=lambda e: (e.version.ref.name, e.version.ref.number, e.level))
     return evaluations, drift
-
-
-def newest_run_rows(rows: Iterable[dict[str, Any]], key: Callable[[dict[str, Any]], Hashable],
-                    when: Callable[[dict[str, Any]], Any] = itemgetter("created_at")) -> list[dict[str, Any]]:
-    """The rows of the newest run per ``key(row)``: the run with the latest ``when(row)`` (ties: the
-    larger run id), so whole runs are shown, never rows of different runs side by side."""
-    rows = list(rows)
-    newest: dict[Hashable, tuple[Any, str]] = {}
-    for row in rows:
-        k, stamp = key(row), (when(row), row["run_id"])
-        if k not in newest or stamp > newest[k]:
-            newest[k] = stamp
-    return [r for r in rows if newest[key(r)][1] == r["run_id"]]
 
 
 def skipped_by_runs(settings: Settings, run_ids: Iterable[str]) -> list[str]:

@@ -48,7 +48,7 @@ def segment_sample(settings: Settings, version: VersionInfo, scored: Sequence[tu
     index = np.arange(total) if total <= limit else np.sort(rng.choice(total, size=limit, replace=False))
     has_z = any(z is not None for z in seg["human_z"])
     human = human_array(seg)[index]
-    keys = [segment_scores.segment_key(seg["source"][i], seg["references"][i], seg["candidate"][i]) for i in index]
+    keys = segment_scores.segment_keys(seg, index)
     sample = SegmentSample(version, total, "DA z" if has_z else "raw", [seg["group"][i] for i in index], human,
                            seed=seed)
     for metric, signature in scored:

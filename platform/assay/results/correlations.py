@@ -14,12 +14,18 @@ Each row says what its numbers mean: ``n`` with its ``unit`` (segments, items, s
 for a tie-calibrated statistic (acc-t) the calibrated ``epsilon``; ``degenerate``, the reason a
 value cannot separate metrics (such a row has no rank and no cluster); ``official``, whether the
 signature is an official submission's (:mod:`assay.results.external_scores`) rather than a metric
-Assay scored; and ``protocol_signature``, every setting of the protocol the value was computed
-under, defaults included. Parts written before these columns existed read them as null
-(:func:`assay.results.parts.upgrade`).
+Assay scored; ``protocol_signature``, every setting of the protocol the value was computed
+under, defaults included; and ``checkpoint_digest``, the checkpoint a learned metric scored with
+(:class:`assay.checkpoints.ref.CheckpointRef`), so a reader finds a checkpoint's rows without reading
+signatures. Parts written before these columns existed read them as null
+(:func:`assay.results.parts.upgrade`; :func:`assay.checkpoints.labels.row_checkpoint` then reads the
+signature's short digest).
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import pyarrow as pa
 
@@ -27,6 +33,10 @@ from assay.results import parts
 
 STORE = "correlations"
 ROOT = parts.root(STORE)
+
+MEAN_GROUP = "all"
+"""The group of a correlation averaged over the groups (language pairs, tasks): the "avg" column of
+the WMT and BLEURT tables (:func:`assay.jobs.evaluation_cells.group_means`)."""
 
 SCHEMA = pa.schema([
     pa.field("run_id", pa.string(), nullable=False),
@@ -38,6 +48,7 @@ SCHEMA = pa.schema([
     pa.field("aspect", pa.string(), nullable=False),
     pa.field("metric", pa.string(), nullable=False),
     pa.field("signature", pa.string(), nullable=False),
+    pa.field("checkpoint_digest", pa.string()),  # the learned metric's checkpoint (null: none, or an older part)
     pa.field("statistic", pa.string(), nullable=False),
     pa.field("value", pa.float64()),
     pa.field("ci_low", pa.float64()),
@@ -64,6 +75,23 @@ write = PARTS.write
 files = PARTS.files
 read_run = PARTS.read_run
 sql_source = PARTS.sql_source
+
+
+Row = TypeVar("Row", bound=Mapping[str, Any])
+
+
+def mean_else_each_group(rows: Iterable[Row], cell: Sequence[str]) -> list[Row]:
+    """The rows that stand for each cell: the mean over groups (group ``all``) where the cell has
+    one, else the row of every group (an evaluation of a single language pair has no mean, and
+    :func:`~assay.jobs.evaluation_cells.group_means` leaves it out where a group's value is
+    undefined). A cell is the rows that share the ``cell`` columns, e.g. ``("level", "aspect",
+    "statistic")``; the rows kept are in their given order.
+
+    The one rule behind a nightly ledger's summary, the regression check's default comparison, the
+    nightly report's charts and a robustness experiment's result rows."""
+    rows = list(rows)
+    with_mean = {tuple(r[c] for c in cell) for r in rows if r["group"] == MEAN_GROUP}
+    return [r for r in rows if r["group"] == MEAN_GROUP or tuple(r[c] for c in cell) not in with_mean]
 
 
 def counted(n: int, unit: str | None) -> str:

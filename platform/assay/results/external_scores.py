@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from assay.config import Settings
-from assay.metrics.signature import DIGEST_CHARS, render_value
+from assay.metrics.signature import render_value
+from assay.provenance import short
 from assay.results import segment_scores
 
 OFFICIAL = "official"
@@ -61,7 +62,7 @@ def files_digest(files: Iterable[tuple[str, str]]) -> str:
     """The ``files`` field: the first 12 hex digits of the sha256 over ``path<TAB>sha256`` lines of
     the variant's files (path relative to the ingested folder), sorted by path."""
     lines = "".join(f"{path}\t{sha256}\n" for path, sha256 in sorted(files))
-    return hashlib.sha256(lines.encode()).hexdigest()[:DIGEST_CHARS]
+    return short(hashlib.sha256(lines.encode()).hexdigest())
 
 
 def external_metric(name: str, reference: str, task: str, digest: str) -> ExternalMetric:

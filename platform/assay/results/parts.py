@@ -12,8 +12,9 @@ paths; everything else reads and writes through their named functions.
 Renamed columns. A stored column that was renamed is upgraded when read, never rewritten: the
 parts are immutable and their recorded sha256 must keep matching. :data:`RENAMED` maps each old
 name to its new one; a part that has the old column and not the new one is read with the old
-column under the new name (:func:`upgrade`; :func:`sql_source` does the same in DuckDB). A part
-that lacks a column of the declared schema (written before the column existed) reads it as null.
+column under the new name (:func:`upgrade`; :func:`sql_source` does the same in DuckDB; the rule
+is :mod:`assay.renamed_columns`). A part that lacks a column of the declared schema (written before
+the column existed) reads it as null.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import pyarrow.parquet as pq
 from assay.atomic import unique_part_name, write_parquet
 from assay.config import Settings
 from assay.query.literals import sql_literal
+from assay.renamed_columns import rename_table, renames_in, sql_columns
 
 if TYPE_CHECKING:
     import duckdb
@@ -73,12 +75,10 @@ def part_files(settings: Settings, store: str, partition: tuple[str, str] | None
 def upgrade(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """``table`` (one stored part) in ``schema``: renamed columns under their new names, columns the
     part lacks as nulls, every column cast to its declared type, in the declared order."""
+    table = rename_table(table, RENAMED)
     names = set(table.column_names)
-    old_of = {new: old for old, new in RENAMED.items() if old in names and new not in names}
-    arrays = []
-    for f in schema:
-        source = f.name if f.name in names else old_of.get(f.name)
-        arrays.append(table.column(source).cast(f.type) if source else pa.nulls(table.num_rows, f.type))
+    arrays = [table.column(f.name).cast(f.type) if f.name in names else pa.nulls(table.num_rows, f.type)
+              for f in schema]
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
@@ -97,15 +97,13 @@ def sql_source(con: duckdb.DuckDBPyConnection, files: Sequence[Path], schema: pa
     listed = "[" + ", ".join(sql_literal(str(f)) for f in files) + "]"
     scan = f"read_parquet({listed}, hive_partitioning = false, union_by_name = true)"
     found = {d[0] for d in con.execute(f"SELECT * FROM {scan} LIMIT 0").description or []}
-    legacy = {old: new for old, new in RENAMED.items() if old in found and new in schema.names}
+    renamed = {old: new for old, new in RENAMED.items() if new in schema.names}
+    legacy = renames_in(found, renamed)
     absent = [f for f in schema if f.name not in found and f.name not in legacy.values()]
     nulls = "".join(f', CAST(NULL AS {_SQL_TYPES.get(str(f.type), "VARCHAR")}) AS "{f.name}"' for f in absent)
-    if not legacy:
-        return f"(SELECT *{nulls} FROM {scan})" if absent else scan
-    dropped = ", ".join(f'"{c}"' for c in [*legacy, *(n for n in legacy.values() if n in found)])
-    renamed = ", ".join((f'COALESCE("{new}", "{old}")' if new in found else f'"{old}"') + f' AS "{new}"'
-                        for old, new in legacy.items())
-    return f"(SELECT * EXCLUDE ({dropped}), {renamed}{nulls} FROM {scan})"
+    if not legacy and not absent:
+        return scan
+    return f"(SELECT {sql_columns(found, renamed)}{nulls} FROM {scan})"
 
 
 _SQL_TYPES = {"string": "VARCHAR", "bool": "BOOLEAN", "double": "DOUBLE", "int64": "BIGINT", "int32": "INTEGER",

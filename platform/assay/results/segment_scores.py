@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from assay.atomic import unique_part_name, write_parquet
@@ -35,6 +35,8 @@ ROOT = parts.root(STORE)
 SCHEMA = pa.schema(
     [
         pa.field("signature", pa.string(), nullable=False),
+        # the checkpoint the metric scored with (full digest); null: no checkpoint, or a part written before it
+        pa.field("checkpoint_digest", pa.string()),
         pa.field("key", pa.string(), nullable=False),
         pa.field("score", pa.float64()),  # null: the metric's prediction is undefined (BLEU Neighbors)
         pa.field("extra", pa.map_(pa.string(), pa.float64())),
@@ -49,6 +51,23 @@ def segment_key(source: str | None, references: Sequence[str], candidate: str) -
     """Content hash of what a metric sees for one segment (128 bits, hex)."""
     payload = json.dumps([source, list(references), candidate], ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
+
+SEGMENT_COLUMNS = ("source", "references", "candidate")
+"""The columns of a judgment table (``segments``, ``outputs``) that a segment key is computed from."""
+
+
+def segment_keys(rows: pa.Table | Mapping[str, Sequence[Any]], index: Iterable[int] | None = None) -> list[str]:
+    """The :func:`segment_key` of every row of a table of segments or outputs (its
+    :data:`SEGMENT_COLUMNS`), given as a pyarrow table or as its ``to_pydict()``; with ``index``,
+    of those rows only, in that order. The one way a dataset's rows are matched to stored scores."""
+    if isinstance(rows, pa.Table):
+        sources, references, candidates = (rows.column(c).to_pylist() for c in SEGMENT_COLUMNS)
+    else:
+        sources, references, candidates = (rows[c] for c in SEGMENT_COLUMNS)
+    if index is None:
+        return [segment_key(s, r, c) for s, r, c in zip(sources, references, candidates, strict=True)]
+    return [segment_key(sources[i], references[i], candidates[i]) for i in index]
 
 
 def signature_hash(signature: str) -> str:
@@ -68,6 +87,19 @@ class ScoredMetric:
     has_sufficient_statistics: bool = False
     """Its stored rows carry sufficient statistics: a corpus-level metric (corpus BLEU), whose
     segment scores belong to another metric (sentBLEU) and are not evaluated at segment level."""
+    checkpoint_digest: str | None = None
+    """The checkpoint its scores were computed with, as its stored rows record it (the full digest);
+    None for a metric without a checkpoint, and for a signature whose first part was written before
+    the column (:attr:`checkpoint` reads its signature then)."""
+
+    @property
+    def checkpoint(self) -> str | None:
+        """The checkpoint it scored with, as a stored row names it (:func:`assay.checkpoints.labels.row_checkpoint`:
+        the full digest, or the short one of scores stored before the column); compare with
+        :meth:`assay.checkpoints.ref.CheckpointRef.matches`."""
+        from assay.checkpoints.labels import row_checkpoint
+
+        return row_checkpoint({"signature": self.signature, "checkpoint_digest": self.checkpoint_digest})
 
 
 def scored_signatures(settings: Settings) -> list[ScoredMetric]:
@@ -78,10 +110,21 @@ def scored_signatures(settings: Settings) -> list[ScoredMetric]:
     for folder in sorted(root.glob("metric=*/sig=*")) if root.is_dir() else []:
         files = sorted(folder.glob("part-*.parquet"))
         if files:
-            first = pq.read_table(files[0], columns=["signature", "stats"]).slice(0, 1)
-            found.append(ScoredMetric(folder.parent.name.split("=", 1)[1], first.column("signature")[0].as_py(),
-                                      first.column("stats")[0].is_valid))
+            stored = set(pq.read_schema(files[0]).names)
+            columns = [c for c in ("signature", "stats", "checkpoint_digest") if c in stored]
+            first = pq.read_table(files[0], columns=columns).slice(0, 1).to_pylist()[0]
+            found.append(ScoredMetric(folder.parent.name.split("=", 1)[1], first["signature"],
+                                      first["stats"] is not None, first.get("checkpoint_digest")))
     return found
+
+
+def wanted_signatures(candidates: list[ScoredMetric], metrics: Sequence[str] | None) -> list[ScoredMetric]:
+    """The candidates a request names (a metric name, a signature or a signature prefix); all
+    of them when it names none."""
+    if not metrics:
+        return candidates
+    return [c for c in candidates if any(c.metric == m or c.signature == m or c.signature.startswith(m + "|")
+                                         for m in metrics)]
 
 
 def scored_keys(settings: Settings, metric: str, signature: str) -> set[str]:
@@ -90,6 +133,8 @@ def scored_keys(settings: Settings, metric: str, signature: str) -> set[str]:
     files = sorted(folder.glob("part-*.parquet")) if folder.is_dir() else []
     if not files:
         return set()
+    import pyarrow.dataset as ds  # here: it imports pandas, which a command that reads no scores never needs
+
     table = ds.dataset([str(f) for f in files], format="parquet").to_table(
         columns=["key"], filter=ds.field("signature") == signature
     )
@@ -122,6 +167,8 @@ def read_scores(settings: Settings, metric: str, signature: str, keys: Iterable[
     files = sorted(folder.glob("part-*.parquet")) if folder.is_dir() else []
     if not files:
         return SCHEMA.empty_table()
+    import pyarrow.dataset as ds
+
     expr = ds.field("signature") == signature
     if keys is not None:
         expr = expr & ds.field("key").isin(pa.array(list(keys), pa.string()))
@@ -132,6 +179,19 @@ def read_scores(settings: Settings, metric: str, signature: str, keys: Iterable[
         first_index.setdefault(key, i)
     first = sorted(first_index.values())
     return table.take(first) if len(first) != table.num_rows else table
+
+
+ScoreLookup = dict[str, tuple[float | None, Any]]
+"""segment key -> (score, sufficient statistics) of one signature's stored rows: what the load step
+of an evaluation reads once per signature (:func:`score_lookup`)."""
+
+
+def score_lookup(settings: Settings, scored: ScoredMetric, keys: Iterable[str]) -> ScoreLookup:
+    """segment key -> (score, sufficient statistics) of the stored rows of ``keys`` (:func:`read_scores`;
+    keys not scored under the signature are absent)."""
+    table = read_scores(settings, scored.metric, scored.signature, keys)
+    return {k: (s, st) for k, s, st in zip(table.column("key").to_pylist(), table.column("score").to_pylist(),
+                                           table.column("stats").to_pylist(), strict=True)}
 
 
 def write_part(settings: Settings, metric: str, signature: str, run_id: str, part: int, rows: pa.Table) -> Path:
@@ -149,7 +209,9 @@ def rows_table(
     extra: dict[str, Sequence[float]] | None,
     stats: Sequence[Sequence[float]] | None,
     run_id: str,
+    checkpoint_digest: str | None = None,
 ) -> pa.Table:
+    """One part's rows; ``checkpoint_digest``: the checkpoint the metric scored with (a learned metric's)."""
     n = len(keys)
     now = datetime.now(UTC)
     extra_rows = [list(zip(extra, values, strict=True)) for values in zip(*extra.values(), strict=True)] \
@@ -157,6 +219,7 @@ def rows_table(
     return pa.Table.from_pydict(
         {
             "signature": [signature] * n,
+            "checkpoint_digest": [checkpoint_digest] * n,
             "key": list(keys),
             "score": [None if s is None or s != s else float(s) for s in scores],
             "extra": extra_rows,

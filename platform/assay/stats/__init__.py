@@ -15,10 +15,15 @@ paired bootstrap test), ``resampled`` (every replicate at once from resample cou
 (significance clusters), ``model_selection`` (hybrid systems, Hits@1/MRR), ``coverage``
 (abstaining estimators), ``system_level`` (system scores and their correlation), ``spa`` (soft
 pairwise accuracy, WMT24), ``grouped_acc`` (per-item acc_23 at one threshold and its bootstrap),
-``agreement`` (inter-rater agreement: pairwise Kendall tau, Krippendorff's alpha).
+``agreement`` (inter-rater agreement: pairwise Kendall tau, Krippendorff's alpha), ``permuted``
+(rank statistics of every PERM-BOTH permutation at once), ``levels`` (the statistics each level
+accepts).
+
+``__all__`` names the package's public modules and the names re-exported here.
 """
 
-from assay.stats._groups import Grouping, StatsInputError
+from assay.errors import StatsInputError
+from assay.stats._groups import Grouping
 from assay.stats.agreement import (
     KrippendorffAlpha,
     RaterKendallResult,
@@ -104,18 +109,26 @@ __all__ = [
     "TieCalibrationResult",
     "WilliamsResult",
     "acc_23",
+    "agreement",
     "assign_clusters",
+    "bootstrap",
+    "clusters",
     "correlate",
+    "correlation",
+    "coverage",
     "coverage_report",
+    "grouped_acc",
     "grouped_statistic",
     "kendall_like",
     "kendall_like_from_pairs",
     "kendall_tau",
     "krippendorff_alpha_interval",
+    "levels",
     "metric_ties_for_wmt_year",
     "model_selection",
     "pair_counts",
     "paired_bootstrap_p_value",
+    "pairwise",
     "pairwise_accuracy",
     "pairwise_p_values",
     "pairwise_rater_kendall",
@@ -124,16 +137,20 @@ __all__ = [
     "percentile_interval",
     "permutation_test",
     "permutation_tests",
+    "permuted",
     "rank_metrics",
     "ranking_order",
     "resample_indices",
+    "resampled",
     "resampled_grouped_mean",
     "resampled_spa",
     "sample_hybrid_systems",
     "shared_ranks",
+    "significance",
     "significance_clusters",
     "spa",
     "spearman",
+    "system_level",
     "system_level_correlation",
     "system_scores",
     "tau_23",

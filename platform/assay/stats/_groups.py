@@ -26,7 +26,7 @@ from typing import Literal, TypeAlias, cast, get_args
 import numpy as np
 import numpy.typing as npt
 
-from assay.errors import AssayError
+from assay.errors import StatsInputError
 
 Grouping: TypeAlias = Literal["none", "item", "system"]
 """How segment-level scores are split before a statistic is computed; see the module docstring."""
@@ -38,14 +38,6 @@ Scores: TypeAlias = npt.ArrayLike | Sequence[float | None] | Sequence[Sequence[f
 matrix, or anything else ``np.asarray`` turns into one."""
 
 FloatArray: TypeAlias = npt.NDArray[np.float64]
-
-
-class StatsInputError(AssayError, ValueError):
-    """Scores handed to a statistic cannot be used as they are (wrong length, missing values...).
-
-    The message says what was found and what was expected. It is a ``ValueError`` too, so numeric
-    callers can catch it the usual way.
-    """
 
 
 def as_array_like(values: Scores) -> npt.ArrayLike:

@@ -33,7 +33,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
-from assay.stats._groups import StatsInputError
+from assay.errors import StatsInputError
 
 Ratings: TypeAlias = Mapping[Any, Mapping[Any, float | None]] | Iterable[tuple[Any, Any, float | None]]
 """``{rater: {unit: value}}`` or ``(rater, unit, value)`` rows; ``None``/NaN is a missing rating."""

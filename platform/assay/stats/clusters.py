@@ -26,7 +26,8 @@ import numpy as np
 import numpy.typing as npt
 
 from assay.config import DEFAULT_RESAMPLES
-from assay.stats._groups import Grouping, Scores, StatsInputError, require_seed
+from assay.errors import StatsInputError
+from assay.stats._groups import Grouping, Scores, require_seed
 from assay.stats.correlation import pearson
 from assay.stats.significance import Statistic, grouped_statistic, permutation_test, williams_test
 

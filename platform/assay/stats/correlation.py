@@ -22,11 +22,11 @@ from typing import Literal, TypeAlias, get_args
 
 import numpy as np
 
+from assay.errors import StatsInputError
 from assay.stats._groups import (
     FloatArray,
     Grouping,
     Scores,
-    StatsInputError,
     infer_num_systems,
     paired_vectors,
     split_groups,

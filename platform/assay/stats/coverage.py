@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from assay.stats._groups import Scores, StatsInputError, as_float_vector
+from assay.errors import StatsInputError
+from assay.stats._groups import Scores, as_float_vector
 
 
 @dataclass(frozen=True)

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from assay.errors import StatsInputError
 from assay.stats._groups import (
     FloatArray,
     Grouping,
     Scores,
-    StatsInputError,
     drop_missing,
     group_index_lists,
     infer_num_systems,

@@ -27,11 +27,11 @@ from typing import Literal, TypeAlias
 
 import numpy as np
 
+from assay.errors import StatsInputError
 from assay.stats._groups import (
     FloatArray,
     Grouping,
     Scores,
-    StatsInputError,
     as_float_vector,
     infer_num_systems,
     paired_vectors,

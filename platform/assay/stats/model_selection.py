@@ -28,10 +28,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from assay.errors import StatsInputError
 from assay.stats._groups import (
     FloatArray,
     Scores,
-    StatsInputError,
     as_float_vector,
     infer_num_systems,
     require_seed,

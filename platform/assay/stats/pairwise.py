@@ -34,11 +34,11 @@ from typing import Literal, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
+from assay.errors import StatsInputError
 from assay.stats._groups import (
     FloatArray,
     Grouping,
     Scores,
-    StatsInputError,
     drop_missing,
     infer_num_systems,
     paired_vectors,

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from assay.stats._groups import StatsInputError
+from assay.errors import StatsInputError
 from assay.stats.correlation import correlation_kernel
 from assay.stats.pairwise import acc_23, pairwise_accuracy, tau_23
 

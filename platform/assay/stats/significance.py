@@ -39,11 +39,11 @@ import numpy as np
 import numpy.typing as npt
 
 from assay.config import DEFAULT_RESAMPLES
+from assay.errors import StatsInputError
 from assay.stats._groups import (
     FloatArray,
     Grouping,
     Scores,
-    StatsInputError,
     as_float_vector,
     drop_missing,
     group_index_lists,

@@ -45,7 +45,8 @@ from typing import cast
 import numpy as np
 import numpy.typing as npt
 
-from assay.stats._groups import FloatArray, StatsInputError, require_seed
+from assay.errors import StatsInputError
+from assay.stats._groups import FloatArray, require_seed
 
 #: mt-metrics-eval's defaults (``pce.compute_pairwise_p_values``)
 DEFAULT_PERMUTATIONS = 1000

@@ -14,10 +14,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from assay.errors import StatsInputError
 from assay.stats._groups import (
     FloatArray,
     Scores,
-    StatsInputError,
     as_array_like,
     as_float_vector,
     infer_num_systems,

@@ -38,7 +38,6 @@ what was expected: an unknown parameter, an empty range, a value of the wrong ty
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
@@ -49,15 +48,17 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import InputError
-from assay.training.config import HEAD_INPUTS, TrainConfig
+from assay.provenance import json_digest
+from assay.training.config import FIELD_TYPES, HEAD_INPUTS, TrainConfig
 
-#: the hyper-parameters a sweep may search, with their type (and, for strings, their choices)
-TUNABLE: dict[str, type] = {
-    "learning_rate": float, "warmup_ratio": float, "weight_decay": float, "max_grad_norm": float,
-    "epochs": float, "batch_size": int, "max_steps": int, "patience": int, "head_input": str,
-    "freeze_embeddings": bool, "group_by_length": bool,
-}
+#: the hyper-parameters a sweep may search (TrainConfig fields that change what is learned, not how
+#: fast or where), with their type as TrainConfig declares it (:data:`assay.training.config.FIELD_TYPES`)
+TUNABLE: dict[str, type] = {name: FIELD_TYPES[name] for name in (
+    "learning_rate", "warmup_ratio", "weight_decay", "max_grad_norm", "epochs", "batch_size", "max_steps",
+    "patience", "head_input", "freeze_embeddings", "group_by_length")}
 _CHOICES = {"head_input": HEAD_INPUTS}
+DIGEST_SEPARATORS = (", ", ": ")
+"""``json``'s default separators, which a search space's digest was first computed with."""
 STAGES = ("finetune",)
 PRUNERS = ("median", "halving", "none")
 _TRIAL_KEYS = {"stage", "data", "init", "exclude", "config", "groups", "aspect"}
@@ -126,7 +127,10 @@ class SearchSpace:
 
     @property
     def digest(self) -> str:
-        return hashlib.sha256(json.dumps(self.canonical(), sort_keys=True).encode()).hexdigest()
+        """sha256 of :meth:`canonical` (:func:`assay.provenance.json_digest`), with the separators
+        it was first computed with (:data:`DIGEST_SEPARATORS`): a study keeps it (``space_digest``)
+        and so does every trial's checkpoint lineage, so it must not change."""
+        return json_digest(self.canonical(), separators=DIGEST_SEPARATORS)
 
     def trial_config(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """A trial's TrainConfig fields: the fixed ones, then the sampled ``values``."""

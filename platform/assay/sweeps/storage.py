@@ -2,8 +2,7 @@
 shares the study (Akiba et al., 2019, "Optuna", §4: distributed optimisation over one RDB storage).
 
 - PostgreSQL catalog (a team): the same database, in its own schema ``optuna``.
-- SQLite catalog (one machine): the file ``sweeps.sqlite`` beside ``catalog.sqlite`` (and
-  ``sweeps.sqlite.lock``, locked while a process opens it).
+- SQLite catalog (one machine): the file ``sweeps.sqlite`` beside ``catalog.sqlite``.
 
 Optuna keeps its own Alembic revision in a table named ``alembic_version``, the table the catalog's
 migrations use, so its tables cannot sit in the catalog's own namespace: a schema on PostgreSQL, a
@@ -12,21 +11,19 @@ sibling file on SQLite (which has no schemas).
 
 from __future__ import annotations
 
-import fcntl
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import make_url, text
 
 from assay.config import Settings
+from assay.jobs.signature_lock import signature_lock
 
 SCHEMA = "optuna"
 SQLITE_FILE = "sweeps.sqlite"
 _OPEN: dict[str, Any] = {}
-#: the PostgreSQL advisory lock held while a storage is opened (any fixed 64-bit key of our own)
-_ADVISORY_KEY = 0x4153534159535750  # "ASSAYSWP"
+#: the lock every opener of a study storage holds (:func:`assay.jobs.signature_lock.signature_lock`)
+OPENING_LOCK = ("sweeps", "open-storage")
 
 
 def storage_url(settings: Settings) -> tuple[str, dict[str, Any]]:
@@ -60,38 +57,28 @@ def create_storage(settings: Settings) -> Any:
     or a team's workers starting together). Optuna makes its tables and stamps its Alembic revision
     without a lock, so all but one of them would fail on what another has just made ("table studies
     already exists", "UNIQUE constraint failed: alembic_version"); the opening is therefore done
-    under a lock every opener takes: a PostgreSQL advisory lock, or an exclusive lock on a file
-    beside the SQLite storage."""
+    under the cross-process lock every opener takes (:data:`OPENING_LOCK`, Assay's one lock,
+    :func:`assay.jobs.signature_lock.signature_lock`: a PostgreSQL advisory lock with a PostgreSQL
+    catalog, else a lock file under ``ASSAY_HOME/locks``)."""
     import optuna
 
     url, engine_kwargs = storage_url(settings)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    with _opening_lock(settings, url):
+    with signature_lock(settings, *OPENING_LOCK):
+        if make_url(url).get_backend_name() == "postgresql":
+            _create_schema(settings)
         return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs)
 
 
-@contextmanager
-def _opening_lock(settings: Settings, url: str) -> Iterator[None]:
-    parsed = make_url(url)
-    if parsed.get_backend_name() != "postgresql":
-        assert parsed.database is not None
-        with open(f"{parsed.database}.lock", "a") as lock:  # flock: released when the file is closed
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            yield
-        return
+def _create_schema(settings: Settings) -> None:
+    """The schema the study's tables live in, in the team's PostgreSQL catalog database."""
     from assay.catalog.engine import make_engine
 
     engine = make_engine(settings.catalog_url)
     try:
         with engine.connect() as conn:
-            conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": _ADVISORY_KEY})
-            try:
-                conn.execute(text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
-                conn.commit()
-                yield
-            finally:
-                conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _ADVISORY_KEY})
-                conn.commit()
+            conn.execute(text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
+            conn.commit()
     finally:
         engine.dispose()
 

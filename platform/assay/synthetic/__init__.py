@@ -12,6 +12,8 @@ live in the worker layer.
     version = store_synthetic(default_spec(n_pairs=40_000))
     pairs = load_pairs(settings, version.label)        # pyarrow table
     tasks = signal_tasks(settings, version.label)      # columns, kind and γ of each signal
+
+``__all__`` names the package's public modules and the names re-exported here.
 """
 
 from assay.synthetic.base import PairBatch, Perturbation, Signal
@@ -43,19 +45,28 @@ __all__ = [
     "SourceVersion",
     "SynthesisSpec",
     "SyntheticVersion",
+    "base",
     "build_corpus",
+    "corpus",
     "create_perturbation",
     "create_signal",
     "default_spec",
     "description_of",
     "find_synthesized",
     "load_pairs",
+    "masking",
+    "ngram",
     "perturbation_names",
+    "perturbations",
+    "registry",
     "sentence_id",
     "signal_names",
     "signal_tasks",
     "signal_weights",
+    "signals",
+    "spec",
     "store_pairs",
     "store_synthetic",
     "synthesize",
+    "versions",
 ]

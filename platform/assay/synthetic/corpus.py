@@ -199,7 +199,7 @@ def _derived_from(version: DatasetVersion) -> str | None:
     """The dataset name a derived version's lineage names as its parent, if any."""
     derivation = version.derivation or {}
     parent = derivation.get("parent")
-    return str(parent).partition("@")[0] if parent else None
+    return DatasetRef.parse(str(parent)).name if parent else None
 
 
 def resolve_sources(settings: Settings, sources: Sequence[str],

@@ -38,11 +38,11 @@ from assay.catalog.engine import session_scope
 from assay.catalog.models import Dataset, DatasetVersion
 from assay.config import Settings, load_settings
 from assay.datasets import store
-from assay.datasets.names import VersionRef, validate_name
+from assay.datasets.names import DatasetRef, VersionRef, validate_name
 from assay.datasets.schema import TABLES, parser_schema
 from assay.datasets.versions import store_version
 from assay.errors import UsageError
-from assay.jobs.runs import RunRecorder
+from assay.jobs.runs import RunRecorder, version_inputs
 from assay.provenance import code_version, table_digest
 from assay.synthetic.corpus import SYNTHETIC_FORMAT, resolve_sources
 from assay.synthetic.spec import SynthesisSpec
@@ -81,7 +81,7 @@ class SyntheticVersion:
 
 def default_name(spec: SynthesisSpec) -> str:
     """``synth-`` and the sources' dataset names: ``synth-wmt16-wmt18``."""
-    names = sorted({s.partition("@")[0] for s in spec.sources})
+    names = sorted({DatasetRef.parse(s).name for s in spec.sources})
     return validate_name(("synth-" + "-".join(names))[:64])
 
 
@@ -161,8 +161,7 @@ def store_pairs(pairs: pa.Table, name: str, *, settings: Settings | None = None,
     )
     recorder = RunRecorder(
         settings, "synthesize",
-        inputs={"sources": lineage["sources"], "exclude": lineage["exclude"], "dataset": name,
-                "version": version.number, "dataset_digest": digest},
+        inputs=version_inputs(version, sources=lineage["sources"], exclude=lineage["exclude"]),
         parameters=lineage["spec"], started=started,
     )
     recorder.record({"dataset": version.label, "digest": digest, "counts": lineage["counts"]})

@@ -11,12 +11,14 @@ split is by item. Those are the defaults below, except that the number of steps 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+import types
+import typing
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from assay.errors import UsageError
 
-__all__ = ["HEAD_INPUTS", "TrainConfig"]
+__all__ = ["FIELD_TYPES", "HEAD_INPUTS", "TrainConfig", "field_types"]
 
 #: what a rating head may read (the checkpoint format's ``head.input``)
 HEAD_INPUTS = ("cls", "pooler", "mean")
@@ -138,3 +140,21 @@ class TrainConfig:
                 current = n
         return current
 
+
+def field_types() -> dict[str, type]:
+    """Each :class:`TrainConfig` field and the type of its value, read from the dataclass itself
+    (``int | None`` -> ``int``; ``tuple[...]`` -> ``tuple``): the one list of the trainer's
+    hyper-parameters, from which the training options of the CLI and a sweep's tunable
+    parameters take their names and types."""
+    hints = typing.get_type_hints(TrainConfig)
+    out: dict[str, type] = {}
+    for f in fields(TrainConfig):
+        hint = hints[f.name]
+        if isinstance(hint, types.UnionType):  # X | None
+            hint = next(a for a in typing.get_args(hint) if a is not type(None))
+        out[f.name] = typing.get_origin(hint) or hint
+    return out
+
+
+FIELD_TYPES: dict[str, type] = field_types()
+""":func:`field_types`, computed once."""

@@ -31,6 +31,7 @@ from assay.datasets import store
 from assay.datasets.human import human_array
 from assay.datasets.names import DatasetRef, VersionRef
 from assay.errors import NotFoundError, UsageError
+from assay.provenance import short
 
 STAGES = ("pretrain", "finetune")
 #: the column names of a training table (what the trainer reads)
@@ -257,21 +258,21 @@ def check_resumable(settings: Settings, name: str | None, resume: bool) -> None:
     if not resume or name is None or not record.is_file():
         return
     for data in json.loads(record.read_text(encoding="utf-8")).get("data", []):
-        label, digest = str(data["label"]), str(data["digest"])
-        pinned = f"{DatasetRef.parse(label).name}@{digest}"
+        version = VersionRef.parse(str(data["label"]), str(data["digest"]))  # as DataVersion.as_dict records it
         gone = None
         try:
             with session_scope(settings) as session:
-                store_path = resolve(session, pinned).store_path
+                store_path = resolve(session, version.pinned).store_path
         except NotFoundError:
             gone = "is no longer in the catalog"
         else:
-            if not (settings.home / store_path / store.MANIFEST).is_file():
-                gone = f"has no files in the store any more ({settings.home / store_path})"
+            if not store.is_stored(settings, store_path):
+                gone = f"has no files in the store any more ({store.version_folder(settings, store_path)})"
         if gone:
-            raise UsageError(f"cannot resume {name!r}: it was training on {label} (digest {digest[:12]}), which "
-                             f"{gone}; a run cannot be finished on other data. Start a new run instead (the same "
-                             f"command without --resume, with another --name); nothing was changed ({record})")
+            raise UsageError(f"cannot resume {name!r}: it was training on {version.label} (digest "
+                             f"{short(version.digest)}), which {gone}; a run cannot be finished on other data. "
+                             "Start a new run instead (the same command without --resume, with another --name); "
+                             f"nothing was changed ({record})")
 
 
 def plan_finetune(settings: Settings, data: Sequence[str], *, init: str | None, init_digest: str | None,

@@ -6,6 +6,9 @@ A format is a module-level object with ``name``, ``description``, ``detect(path)
 
 Parsers raise :class:`assay.errors.InputError` for any defect, naming the file, the line and what
 was expected, before anything is written; recoverable quirks go to ``ParsedDataset.warnings``.
+
+``__all__`` names its public modules (the formats and the modules they share) and the names defined
+here; the package imports no format until :func:`registry` is called.
 """
 
 from __future__ import annotations
@@ -16,6 +19,11 @@ from typing import Protocol, runtime_checkable
 
 from assay.datasets.parsed import ParsedDataset
 from assay.errors import InputError
+
+__all__ = [
+    "Format", "SplitFormat", "detect_format", "esa", "generic", "huse", "input_files", "mqm_tsv", "mtme",
+    "mtme_files", "mtme_meta", "parse", "registry", "splits", "webnlg2017", "wmt16_daseg", "wmt_da",
+]
 
 
 class Format(Protocol):

@@ -96,7 +96,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assay.datasets.formats._io import InputFiles, count, listing, table_from_columns
+from assay.datasets.formats.input_files import InputFiles, count, listing, table_from_columns
 from assay.datasets.parsed import ParsedDataset, SourceFile
 from assay.errors import InputError
 

@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from assay.datasets.formats._io import InputFiles, parse_float, read_delimited, split_lines
+from assay.datasets.formats.input_files import InputFiles, parse_float, read_delimited, split_lines
 from assay.datasets.parsed import ParsedDataset, RowsBuilder
 from assay.errors import InputError
 

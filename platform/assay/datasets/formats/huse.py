@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assay.datasets.formats._io import (
+from assay.datasets.formats.input_files import (
     InputFiles,
     Table,
     check_row_widths,
@@ -47,6 +47,7 @@ from assay.datasets.formats._io import (
 )
 from assay.datasets.parsed import ParsedDataset, RowsBuilder
 from assay.errors import InputError
+from assay.provenance import short
 
 RAW_FILE = "summarization_raw_outputs.csv"
 CLEAN_FILE = "summary_clean.csv"
@@ -194,7 +195,7 @@ def cross_check(path: Path, table: Table, sentences: list[Sentence]) -> int:
 
 
 def _article_id(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+    return short(hashlib.sha256(text.encode("utf-8")).hexdigest())
 
 
 class HuseFormat:

@@ -85,7 +85,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assay.datasets.formats._io import InputFiles, count, listing, split_lines, table_from_columns
+from assay.datasets.formats.input_files import InputFiles, count, listing, split_lines, table_from_columns
 from assay.datasets.formats.mtme_meta import facts_for
 from assay.datasets.parsed import ParsedDataset
 from assay.errors import InputError

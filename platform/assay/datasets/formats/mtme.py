@@ -73,7 +73,7 @@ from typing import Any
 import pyarrow as pa
 
 from assay.datasets.formats import mtme_meta
-from assay.datasets.formats._io import InputFiles, count, listing, split_lines, table_from_columns
+from assay.datasets.formats.input_files import InputFiles, count, listing, split_lines, table_from_columns
 from assay.datasets.formats.mtme_files import LEVELS, RatingFile, Scores, read_ratings, read_scores
 from assay.datasets.parsed import ParsedDataset
 from assay.errors import InputError

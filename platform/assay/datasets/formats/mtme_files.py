@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assay.datasets.formats._io import count, listing, parse_float, split_lines
+from assay.datasets.formats.input_files import count, listing, parse_float, split_lines
 from assay.errors import InputError
 
 LEVELS = ("seg", "doc", "domain", "sys")

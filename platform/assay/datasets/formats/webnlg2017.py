@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from assay.datasets.formats._io import InputFiles, count, listing, parse_float, read_csv
+from assay.datasets.formats.input_files import InputFiles, count, listing, parse_float, read_csv
 from assay.datasets.parsed import ParsedDataset, RowsBuilder
 from assay.errors import InputError
 

@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from assay.datasets.formats._io import InputFiles, parse_float, table_from_columns
+from assay.datasets.formats.input_files import InputFiles, parse_float, table_from_columns
 from assay.datasets.parsed import ParsedDataset
 from assay.errors import InputError
 

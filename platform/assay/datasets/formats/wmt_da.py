@@ -41,7 +41,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from assay.datasets.formats._io import (
+from assay.datasets.formats.input_files import (
     InputFiles,
     Table,
     count,

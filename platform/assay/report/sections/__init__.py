@@ -1,5 +1,9 @@
 """The report's sections. Each module renders one section from collected data into HTML; a
-section without data says which commands produce it."""
+section without data says which commands produce it.
+
+``__all__`` names the package's public modules (one section each) and the helpers defined here,
+which they share.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,11 @@ from dataclasses import dataclass
 
 from assay.report.context import ReportContext
 from assay.report.svg import esc
+
+__all__ = [
+    "Section", "correlations", "drift", "empty", "errors", "figure", "learned", "legend", "neighbors", "nightly",
+    "reproduction", "scatter", "selection", "sweeps", "systems",
+]
 
 
 @dataclass(frozen=True)

@@ -19,16 +19,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from operator import itemgetter
 from typing import Any
 
 from assay.config import Settings
-from assay.report.collect import newest_run_rows
+from assay.datasets.names import VersionRef
 from assay.report.context import ReportContext, signed
 from assay.report.sections import Section, empty, legend
 from assay.report.spans import error_label, highlight
 from assay.report.svg import esc
 from assay.results import error_analysis
+from assay.results.newest_run import newest_run_rows
 
 SECTION_ID = "sec-errors"
 TITLE = "What metrics miss: MQM error analysis"
@@ -38,7 +38,7 @@ EPOCH = datetime.fromtimestamp(0, UTC)
 VERDICT_MARKS = {"improved": "↑", "worse": "↓"}
 
 
-def newest_runs(rows: Iterable[dict[str, Any]], key: tuple[str, ...],
+def newest_analyses(rows: Iterable[dict[str, Any]], key: tuple[str, ...],
                 run_times: dict[str, datetime] | None = None) -> list[dict[str, Any]]:
     """The rows of the newest run per ``key`` (columns), on the newest analysed version of each dataset.
 
@@ -49,8 +49,8 @@ def newest_runs(rows: Iterable[dict[str, Any]], key: tuple[str, ...],
     for row in rows:
         newest_version[row["dataset"]] = max(newest_version.get(row["dataset"], 0), row["version_number"])
     current = [r for r in rows if r["version_number"] == newest_version[r["dataset"]]]
-    when = (lambda r: run_times.get(r["run_id"], EPOCH)) if run_times is not None else itemgetter("created_at")
-    return newest_run_rows(current, lambda r: tuple(r[c] for c in key), when)
+    when = (lambda r: run_times.get(r["run_id"], EPOCH)) if run_times is not None else None
+    return newest_run_rows(current, key, when)
 
 
 def analysed_signatures(settings: Settings) -> list[str]:
@@ -213,9 +213,9 @@ def _disagreements(ctx: ReportContext, rows: list[dict[str, Any]], runs: dict[st
 
 def render(ctx: ReportContext) -> Section:
     stored = error_analysis.SENSITIVITY.read(ctx.settings).to_pylist()
-    cells = newest_runs(stored, ("dataset", "version_number", "signature", "level"))
+    cells = newest_analyses(stored, ("dataset", "version_number", "signature", "level"))
     run_times = {r["run_id"]: r["created_at"] for r in stored}
-    pairs = newest_runs(error_analysis.DISAGREEMENTS.read(ctx.settings).to_pylist(),
+    pairs = newest_analyses(error_analysis.DISAGREEMENTS.read(ctx.settings).to_pylist(),
                         ("dataset", "version_number", "signature"), run_times)
     if not cells and not pairs:
         return Section(SECTION_ID, TITLE, empty("No error analysis yet: it needs an MQM dataset with error spans.", [
@@ -231,7 +231,7 @@ def render(ctx: ReportContext) -> Section:
         first = (mine or mine_pairs)[0]
         version = ctx.version(dataset, first["version_number"])
         note = ctx.notes.marker(ctx.version_note(version)) if version is not None else ""
-        parts.append(f'<h3 id="errors-{esc(dataset)}">{esc(dataset)}@{first["version_number"]}{note} '
+        parts.append(f'<h3 id="errors-{esc(dataset)}">{esc(VersionRef.from_columns(first).label)}{note} '
                      f'<span class="aspect">aspect {esc(first["aspect"])}</span></h3>')
         parts.append(legend(ctx, {r["signature"] for r in mine + mine_pairs}))
         for level in sorted({r["level"] for r in mine}, key=lambda lv: (lv not in LEVEL_ORDER, lv)):

@@ -25,6 +25,8 @@ from sqlalchemy import select
 
 from assay.catalog.engine import session_scope
 from assay.catalog.models import Checkpoint
+from assay.datasets.names import VersionRef
+from assay.provenance import short
 from assay.report.charts import Marker, Point, Series, line_chart
 from assay.report.context import ReportContext, signed, slug, statistic_name
 from assay.report.palette import DARKER, TABLEAU10
@@ -140,7 +142,7 @@ def _tooltip(r: dict[str, Any], x_name: str) -> str:
     if r["checkpoint"]:
         trained = f"trained on {r['train_dataset']} ({r['n_train']:,} pairs)" if r["train_dataset"] else \
             "not fine-tuned here (scored as it is)"
-        lines.append(f"checkpoint {r['checkpoint']} ({r['checkpoint_digest'][:12]}) · {trained}")
+        lines.append(f"checkpoint {r['checkpoint']} ({short(r['checkpoint_digest'])}) · {trained}")
     lines += [f"signature: {r['signature']}", f"evaluate run {r['evaluate_run_id']} · robustness run {r['run_id']}"]
     return "\n".join(lines)
 
@@ -148,8 +150,8 @@ def _tooltip(r: dict[str, Any], x_name: str) -> str:
 def _notes(ctx: ReportContext, rows: list[dict[str, Any]]) -> list[int]:
     notes = []
     for r in rows:
-        name, _, number = r["test_dataset"].rpartition("@")
-        version = ctx.version(name, int(number)) if number.isdigit() else None
+        tested = VersionRef.parse(r["test_dataset"], r["test_digest"])
+        version = ctx.version(tested.name, tested.number)
         if version is not None:
             notes.append(ctx.version_note(version))
         notes.append(ctx.notes.signature(r["signature"]))

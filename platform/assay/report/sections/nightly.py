@@ -22,16 +22,17 @@ from sqlalchemy import select
 
 from assay.catalog.engine import session_scope
 from assay.catalog.models import Checkpoint, DatasetVersion, Suite, SuiteEvaluation
-from assay.checkpoints.labels import lineage_text, signature_checkpoint
-from assay.metrics.signature import short_digest
-from assay.nightly.regressions import MEAN_GROUP, list_regressions
+from assay.checkpoints.labels import lineage_text, row_checkpoint
+from assay.checkpoints.ref import CheckpointRef
+from assay.nightly.regressions import list_regressions
+from assay.provenance import short
 from assay.report.charts import Marker, Point, Series, line_chart
 from assay.report.context import LEVEL_NAMES, ReportContext, signed, slug, statistic_name
 from assay.report.palette import DARKER, TABLEAU10
 from assay.report.sections import Section, figure
 from assay.report.svg import esc
 from assay.results import correlations
-from assay.results.correlations import counted
+from assay.results.correlations import counted, mean_else_each_group
 
 SECTION_ID = "sec-nightly"
 TITLE = "Nightly: correlation over time"
@@ -80,34 +81,30 @@ def nightly_points(ctx: ReportContext) -> list[dict[str, Any]]:
                    SuiteEvaluation.finished_at.is_not(None))
             .order_by(SuiteEvaluation.finished_at, SuiteEvaluation.id)).all()
         ledger = [(e.checkpoint_digest, e.evaluate_run_id, _utc(e.finished_at), e.suite_signature,
-                   f"{s.name}@{s.version}", v.id, v.dataset.name, v.number) for e, s, v in found
+                   f"{s.name}@{s.version}", v.id, v.ref) for e, s, v in found
                   if e.finished_at is not None]
         lineages = _lineages(list(session.scalars(select(Checkpoint))))
     points = []
-    for digest, run_id, finished, suite_signature, suite, version_id, name, number in ledger:
-        stored = correlations.read_run(ctx.settings, name, run_id)
-        short = short_digest(digest)
-        lineage = lineages.get(digest, {"name": f"unregistered {short}", "text": f"unregistered {short}",
-                                        "root": f"unregistered {short}"})
+    for digest, run_id, finished, suite_signature, suite, version_id, version in ledger:
+        stored = correlations.read_run(ctx.settings, version.name, run_id)
+        checkpoint = CheckpointRef(digest)
+        unregistered = f"unregistered {checkpoint.short}"
+        lineage = lineages.get(digest, {"name": unregistered, "text": unregistered, "root": unregistered})
         for row in stored:
-            if signature_checkpoint(row["signature"]) != short or row["value"] is None:
+            if not checkpoint.matches(row_checkpoint(row)) or row["value"] is None:
                 continue
             points.append({**row, "suite": suite, "suite_signature": suite_signature, "finished_at": finished,
                            "dataset_version_id": version_id, "checkpoint_digest": digest,
                            "checkpoint": lineage["name"], "lineage": lineage["root"],
-                           "lineage_text": lineage["text"], "label": f"{name}@{number}"})
+                           "lineage_text": lineage["text"], "version": version, "label": version.label})
     return points
 
 
 def _charted(points: list[dict[str, Any]]) -> dict[ChartKey, list[dict[str, Any]]]:
     """Points by chart: the ``all`` mean where the evaluation has one, else each group."""
-    with_mean = {(p["suite"], p["label"], p["level"], p["statistic"], p["aspect"]) for p in points
-                 if p["group"] == MEAN_GROUP}
     charts: dict[ChartKey, list[dict[str, Any]]] = defaultdict(list)
-    for p in points:
-        if p["group"] == MEAN_GROUP or (p["suite"], p["label"], p["level"], p["statistic"], p["aspect"]) \
-                not in with_mean:
-            charts[(p["suite"], p["label"], p["level"], p["statistic"], p["group"], p["aspect"])].append(p)
+    for p in mean_else_each_group(points, ("suite", "label", "level", "statistic", "aspect")):
+        charts[(p["suite"], p["label"], p["level"], p["statistic"], p["group"], p["aspect"])].append(p)
     return charts
 
 
@@ -152,10 +149,10 @@ def _chart(ctx: ReportContext, key: ChartKey, points: list[dict[str, Any]],
             if found is not None:
                 markers.append(Marker(x_of(p), p["value"], "regression", (
                     f"regression: {p['checkpoint']} {signed(found['value'])} vs the best, "
-                    f"{found['baseline'] or found['baseline_digest'][:12]} {signed(found['baseline_value'])}; "
+                    f"{found['baseline'] or short(found['baseline_digest'])} {signed(found['baseline_value'])}; "
                     f"p = {found['p_value']:.3g} ({found['test']})"), shape="diamond", below=True))
-    name, _, number = label.rpartition("@")
-    version = ctx.version(name, int(number)) if number.isdigit() else None
+    shown = points[0]["version"]  # the chart's dataset version (its label is in the chart's key)
+    version = ctx.version(shown.name, shown.number)
     if version is not None:
         notes.append(ctx.version_note(version))
     heading = f"{label} · {LEVEL_NAMES.get(level, level)} · {statistic_name(statistic)} · {group}"
@@ -173,8 +170,8 @@ def _table(regressions: list[dict[str, Any]]) -> str:
     rows = []
     for r in regressions:
         rows.append(
-            f'<tr><th scope="row">{esc(r["checkpoint_lineage"] or r["checkpoint_digest"][:12])}</th>'
-            f'<td>{esc(r["baseline_lineage"] or r["baseline_digest"][:12])}</td><td>{esc(r["dataset"])}</td>'
+            f'<tr><th scope="row">{esc(r["checkpoint_lineage"] or short(r["checkpoint_digest"]))}</th>'
+            f'<td>{esc(r["baseline_lineage"] or short(r["baseline_digest"]))}</td><td>{esc(r["dataset"])}</td>'
             f'<td>{esc(r["level"])}</td><td>{esc(r["group"])} ({esc(r["aspect"])})</td>'
             f'<td>{esc(statistic_name(r["statistic"]))}</td><td>{signed(r["value"])}</td>'
             f'<td>{signed(r["baseline_value"])}</td><td>{r["p_value"]:.3g}</td><td>{esc(r["test"])}</td>'

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.report.collect import newest_run_rows
+from assay.datasets.names import VersionRef
 from assay.report.context import ReportContext
 from assay.report.sections import Section, empty
 from assay.report.svg import esc
 from assay.results import model_selection
+from assay.results.newest_run import newest_run_rows
 
 SECTION_ID = "sec-selection"
 TITLE = "Model selection with hybrid systems"
@@ -20,13 +21,13 @@ TITLE = "Model selection with hybrid systems"
 
 def latest_selection_rows(ctx: ReportContext) -> list[dict[str, Any]]:
     """Rows of the newest ``assay select`` run of each dataset version."""
-    return newest_run_rows(model_selection.read(ctx.settings), lambda r: (r["dataset"], r["version_number"]))
+    return newest_run_rows(model_selection.read(ctx.settings), ("dataset", "version_number"))
 
 
 def _table(ctx: ReportContext, rows: list[dict[str, Any]]) -> str:
     first = rows[0]
     version = ctx.version(first["dataset"], first["version_number"])
-    where = f"{esc(first['dataset'])}@{first['version_number']}"
+    where = esc(VersionRef.from_columns(first).label)
     if version is not None:
         where += ctx.notes.marker(ctx.version_note(version))
     run = ctx.notes.cite("run", first["run_id"], (

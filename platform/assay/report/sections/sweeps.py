@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from assay.provenance import short
 from assay.report.charts import Point, scatter
 from assay.report.context import ReportContext, signed, slug
 from assay.report.sections import empty, figure
@@ -88,7 +89,7 @@ def _table(sweep: dict[str, Any]) -> str:
                     f"<td>{esc(t['checkpoint'] or t.get('failure') or '–')}</td></tr>")
     return (f'<div class="table-wrap"><table class="data sweep-trials"><caption>Sweep {esc(sweep["sweep"])}: '
             f"{len(sweep['trials'])} trial(s), {sweep['steps_trained']} steps trained in all (space "
-            f"<code>{esc(str(sweep['space_digest'])[:12])}</code>).</caption><thead><tr><th>trial</th><th>state</th>"
+            f"<code>{esc(short(str(sweep['space_digest'])))}</code>).</caption><thead><tr><th>trial</th><th>state</th>"
             "<th>values</th><th>validation τ</th><th>validations</th><th>steps</th><th>checkpoint</th></tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table></div>")
 

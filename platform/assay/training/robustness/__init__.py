@@ -39,7 +39,8 @@ the same encoder) and the same hyper-parameters is reused instead of training ag
 The package, one concept a module: ``variants`` (variants and baselines, parsed and checked),
 ``options`` (points and statistics), ``experiment`` (the resolved request), ``splits`` (WebNLG's
 train/test splits), ``checkpoints`` (found again by what made them), ``rows`` (result rows and
-their store) and ``runs`` (the catalog run). Its public names are re-exported here.
+their store) and ``runs`` (the catalog run). Its public names are re-exported here; ``__all__``
+names the modules and those names.
 """
 
 from assay.training.robustness.checkpoints import (
@@ -51,7 +52,6 @@ from assay.training.robustness.experiment import (
     Experiment,
     check_aspects,
     dataset_of,
-    json_digest,
     rated_aspects,
 )
 from assay.training.robustness.options import (
@@ -130,24 +130,29 @@ __all__ = [
     "check_statistics",
     "check_variants",
     "checkpoint_name",
+    "checkpoints",
     "checkpoints_of",
     "dataset_of",
     "draw_splits",
+    "experiment",
     "find_trained",
     "finish_run",
     "headline_rows",
-    "json_digest",
     "latest_results",
     "n_train_units",
+    "options",
     "parse_variant",
     "point_rows",
     "rated_aspects",
     "read_part",
     "read_results",
     "record_reuse",
+    "rows",
+    "runs",
     "skipped_variants",
     "split_name",
     "split_pool",
+    "splits",
     "start_run",
     "stored_rows",
     "stored_rows_of",
@@ -155,5 +160,6 @@ __all__ = [
     "training_key",
     "unit_column",
     "unit_order",
+    "variants",
     "write_results",
 ]

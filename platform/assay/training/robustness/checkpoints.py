@@ -18,7 +18,7 @@ from assay.catalog.models import Checkpoint
 from assay.checkpoints.registry import validate_checkpoint_name
 from assay.checkpoints.store import stored_folder
 from assay.config import Settings
-from assay.training.robustness.experiment import json_digest
+from assay.provenance import json_digest
 from assay.training.robustness.variants import Variant
 
 

@@ -3,8 +3,6 @@ is made on."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -17,15 +15,11 @@ from assay.catalog.engine import session_scope
 from assay.config import Settings
 from assay.datasets import store
 from assay.datasets.human import human_array
+from assay.datasets.names import VersionRef
 from assay.errors import UsageError
 from assay.metrics.registry import MetricSpec
+from assay.provenance import json_digest
 from assay.training.robustness.variants import Variant
-
-
-def json_digest(data: Any) -> str:
-    """sha256 hex of ``data`` as canonical JSON (sorted keys, no spaces): an experiment's or a
-    training's identity."""
-    return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -39,8 +33,8 @@ class Experiment:
     """
 
     kind: str
-    dataset: str
-    dataset_digest: str
+    version: VersionRef
+    """The dataset version the experiment draws its samples or splits from."""
     points: list[float]
     variants: list[Variant]
     baselines: list[dict[str, Any]]
@@ -55,7 +49,7 @@ class Experiment:
     def id(self) -> str:
         """sha256 (16 hex digits) of everything that determines the numbers."""
         return json_digest({
-            "kind": self.kind, "dataset_digest": self.dataset_digest, "points": self.points,
+            "kind": self.kind, "dataset_digest": self.version.digest, "points": self.points,
             "variants": [v.identity() for v in self.variants], "baselines": self.baselines,
             "hyperparameters": self.hyperparameters, "seed": self.seed, "statistics": self.statistics,
             "n_resamples": self.n_resamples, "options": self.options,
@@ -71,19 +65,20 @@ class Experiment:
         return [MetricSpec.from_dict(b) for b in self.baselines]
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "variants": [v.as_dict() for v in self.variants]}
+        return {**asdict(self), "version": self.version.as_dict(), "variants": [v.as_dict() for v in self.variants]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Experiment:
-        return cls(**{**data, "variants": [Variant.from_dict(v) for v in data["variants"]]})
+        return cls(**{**data, "version": VersionRef.from_dict(data["version"]),
+                      "variants": [Variant.from_dict(v) for v in data["variants"]]})
 
 
-def dataset_of(settings: Settings, ref: str) -> tuple[str, str, str, pa.Table]:
-    """(name, label, digest, segments) of a stored dataset version."""
+def dataset_of(settings: Settings, ref: str) -> tuple[VersionRef, pa.Table]:
+    """(version, segments) of a stored dataset version."""
     with session_scope(settings) as session:
         version = resolve(session, ref)
-        name, label, digest, path = version.dataset.name, version.label, version.digest, version.store_path
-    return name, label, digest, store.read_table(settings, path, "segments")
+        found, path = version.ref, version.store_path
+    return found, store.read_table(settings, path, "segments")
 
 
 def rated_aspects(segments: pa.Table) -> list[str]:

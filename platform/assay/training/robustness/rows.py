@@ -11,7 +11,9 @@ from typing import Any
 from assay.config import Settings
 from assay.jobs.runs import RecordedFile
 from assay.provenance import code_version
+from assay.results import correlations
 from assay.results import robustness as stored
+from assay.results.newest_run import newest_run_rows
 from assay.training.robustness.experiment import Experiment
 
 ROOT = stored.ROOT
@@ -47,18 +49,15 @@ class Scored:
 
 
 def headline_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per (signature, aspect, statistic): the ``all`` row (mean over groups), else the only group."""
-    keyed: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-    for row in rows:
-        keyed.setdefault((row["signature"], row["aspect"], row["statistic"]), []).append(row)
-    out = []
-    for group_rows in keyed.values():
-        mean = [r for r in group_rows if r["group"] == "all"]
-        if mean:
-            out.append(mean[0])
-        elif len(group_rows) == 1:
-            out.append(group_rows[0])
-    return out
+    """Per (signature, aspect, statistic), in the order the cells first appear: the ``all`` row (mean
+    over groups), else the only group (:func:`assay.results.correlations.mean_else_each_group`); a
+    cell of several groups and no mean has no single number, and is left out."""
+    cell = ("signature", "aspect", "statistic")
+    kept: dict[tuple[Any, ...], list[dict[str, Any]]] = {tuple(r[c] for c in cell): [] for r in rows}
+    for row in correlations.mean_else_each_group(rows, cell):
+        kept[tuple(row[c] for c in cell)].append(row)
+    return [found[0] for found in kept.values()
+            if len(found) == 1 or (found and found[0]["group"] == correlations.MEAN_GROUP)]
 
 
 def point_rows(point: dict[str, Any], scored: Sequence[Scored], evaluation: dict[str, Any],
@@ -92,7 +91,7 @@ def stored_rows_of(experiment: Experiment, run_id: str, rows: Sequence[dict[str,
     """The rows with the experiment's common columns, as the robustness store keeps them."""
     now = datetime.now(UTC)
     common = {"run_id": run_id, "experiment": experiment.kind, "experiment_id": experiment.id,
-              "dataset": experiment.dataset, "version_digest": experiment.dataset_digest, "seed": experiment.seed,
+              "dataset": experiment.version.label, "version_digest": experiment.version.digest, "seed": experiment.seed,
               "n_resamples": experiment.n_resamples, "code_version": code_version(), "created_at": now}
     return [{**common, **r} for r in rows]
 
@@ -110,16 +109,11 @@ def read_results(settings: Settings, experiment: str | None = None) -> list[dict
 
 
 def latest_results(rows: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """experiment id -> the rows of the newest run that wrote it."""
-    newest: dict[str, tuple[Any, str]] = {}
-    for row in rows:
-        key = (row["created_at"], row["run_id"])
-        if row["experiment_id"] not in newest or key > newest[row["experiment_id"]]:
-            newest[row["experiment_id"]] = key
+    """experiment id -> the rows of the newest run that wrote it
+    (:func:`assay.results.newest_run.newest_run_rows`, the cell being the experiment id)."""
     out: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        if newest[row["experiment_id"]][1] == row["run_id"]:
-            out.setdefault(row["experiment_id"], []).append(row)
+    for row in newest_run_rows(rows, ("experiment_id",)):
+        out.setdefault(row["experiment_id"], []).append(row)
     return out
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from assay.config import Settings
 from assay.errors import UsageError
-from assay.jobs.runs import RunRecorder
+from assay.jobs.runs import RunRecorder, version_inputs
 from assay.results import robustness as stored
 from assay.training.robustness.experiment import Experiment
 from assay.training.robustness.rows import write_results
@@ -18,8 +18,8 @@ RUN_KIND = "robustness"
 
 def _run_fields(experiment: Experiment) -> tuple[dict[str, Any], dict[str, Any]]:
     """(inputs, parameters) of a ``robustness`` run: the data and inits by digest, the request."""
-    inputs = {"dataset": experiment.dataset, "dataset_digest": experiment.dataset_digest,
-              "variants": [v.as_dict() for v in experiment.variants], "baselines": experiment.baselines}
+    inputs = version_inputs(experiment.version, variants=[v.as_dict() for v in experiment.variants],
+                            baselines=experiment.baselines)
     parameters = {"experiment": experiment.kind, "experiment_id": experiment.id, "points": experiment.points,
                   "config": experiment.config, "hyperparameters": experiment.hyperparameters,
                   "seed": experiment.seed, "statistics": experiment.statistics,

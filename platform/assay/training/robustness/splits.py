@@ -24,7 +24,8 @@ from assay.datasets.human import human_array
 from assay.datasets.names import VersionedRecord, VersionRef
 from assay.errors import UsageError
 from assay.jobs.ingest import derive_version
-from assay.training.robustness.experiment import dataset_of, json_digest
+from assay.provenance import json_digest
+from assay.training.robustness.experiment import dataset_of
 from assay.training.robustness.options import check_points
 
 SPLIT_BY = ("system", "input")
@@ -108,10 +109,10 @@ def draw_splits(dataset: str, *, by: str, shares: Sequence[float], seed: int, in
     side (everything) is stored. Every aspect is kept: each is trained and evaluated separately.
     """
     column = unit_column(by)
-    name, label, _, segments = dataset_of(settings, dataset)
+    version, segments = dataset_of(settings, dataset)
     pool = split_pool(segments, include_human)
     shares = check_points(shares, "--shares", low=0.0, high=1.0)
-    check_splits(label, pool, [by], shares)
+    check_splits(version.label, pool, [by], shares)
     order = unit_order(pool.column(column).to_pylist(), seed)
     out = []
     for share in shares:
@@ -128,7 +129,7 @@ def draw_splits(dataset: str, *, by: str, shares: Sequence[float], seed: int, in
                 continue
             mask = is_train if side == "train" else pc.invert(is_train)
             table = pool.filter(mask)
-            result = derive_version(label, split_name(name, by, share, side), {"segments": table},
+            result = derive_version(version.label, split_name(version.name, by, share, side), {"segments": table},
                                     {**derivation, "side": side}, settings=settings)
             out.append(SplitSample(by=by, share=share, side=side, version=result.version, created=result.created,
                                    rows=table.num_rows,

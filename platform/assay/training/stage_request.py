@@ -1,11 +1,11 @@
-"""Running one training stage (BLEURT, Sellam et al. 2020: pre-training §4, fine-tuning §3):
-plan -> train, written once.
+"""What one training stage (BLEURT, Sellam et al. 2020: pre-training §4, fine-tuning §3) is asked
+to do: a :class:`StageRequest` (JSON-able, so flows pass it along).
 
-A :class:`StageRequest` is what the caller asks for (JSON-able, so flows pass it along); the steps
-that turn it into a :class:`~assay.training.plan.StagePlan` and train that plan are injected
-(:class:`StageSteps`): the worker layer's in-process steps (resolve the initial checkpoint, plan,
-train, register, record) or the same steps as the ``pretrain``/``finetune`` flows' Prefect tasks.
-:func:`train_stage` orders them.
+Its steps (resolve the initial checkpoint and plan it into a
+:class:`~assay.training.plan.StagePlan`, then train, register and record) are the worker layer's,
+declared once with their runner in :mod:`assay.workers.training.stage_steps`
+(:func:`~assay.workers.training.stage_steps.train_stage`); the ``pretrain``/``finetune`` flows run the
+same steps as Prefect tasks.
 
 The initial checkpoint (``init``) is a registered checkpoint's digest when a recipe hands one stage
 on to the next, or whatever the user named (a name, a digest prefix, a folder, an encoder).
@@ -13,12 +13,11 @@ on to the next, or whatever the user named (a name, a digest prefix, a folder, a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from assay.errors import UsageError
-from assay.training.plan import StagePlan
 
 STAGES = ("pretrain", "finetune")
 
@@ -74,22 +73,3 @@ def stage_request(stage: str, data: Sequence[str] | str, **options: Any) -> Stag
     """A :class:`StageRequest` from plain arguments (lists or one synthetic version's label)."""
     versions = (data,) if isinstance(data, str) else tuple(data)
     return StageRequest.from_dict({"stage": stage, "data": versions, **options})
-
-
-class StageSteps(Protocol):
-    """Who plans and trains a stage: in this process, or as Prefect tasks."""
-
-    def plan(self, request: StageRequest) -> StagePlan: ...
-
-    def train(self, plan: StagePlan, request: StageRequest) -> dict[str, Any]: ...
-
-
-def train_stage(request: StageRequest, steps: StageSteps, *,
-                log: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Plan the stage, then train it (its checkpoint registered, its run recorded); returns the
-    trainer's summary with ``registered`` (name, digest, path)."""
-    plan = steps.plan(request)
-    if log is not None:
-        verb = "pre-training" if plan.stage == "pretrain" else "fine-tuning"
-        log(f"{verb} {plan.name} on {', '.join(d.label for d in plan.data)}")
-    return steps.train(plan, request)

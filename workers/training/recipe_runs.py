@@ -2,8 +2,9 @@
 on WMT → optionally fine-tune on WebNLG, each stage's checkpoint the next one's ``--init``.
 
 The order of the stages and what each passes to the next is written once, in :func:`run_recipe`;
-who executes a stage is injected: :class:`InProcessStages` runs them in this process (benchmarks,
-GPU hosts without an orchestrator), the ``train`` flow passes its Prefect subflows. A stage hands
+the stages themselves once, in :class:`RecipeStages`, which runs them in this process (benchmarks,
+GPU hosts without an orchestrator); the ``train`` flow hands :func:`run_recipe` the same object
+with each stage run as its own flow (:func:`assay.flows.step_tasks.as_tasks`). A stage hands
 the next one its registered checkpoint by digest, never by name (a name can be re-pointed or taken;
 the digest is the content the next stage starts from).
 """
@@ -13,25 +14,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from assay.config import Settings
 from assay.synthetic.versions import store_synthetic
 from assay.training.recipes import BleurtRecipe
-from assay.training.stages import StageRequest, train_stage
-from assay.workers.training_jobs import EventHandler
-from assay.workers.training_stages import InProcessStageSteps
-
-
-class Stages(Protocol):
-    def synthesize(self, spec: dict[str, Any], name: str) -> dict[str, Any]: ...
-
-    def train(self, request: StageRequest) -> dict[str, Any]: ...
+from assay.training.stage_request import StageRequest
+from assay.workers.training.stage_runs import EventHandler
+from assay.workers.training.stage_steps import StageSteps, train_stage
 
 
 @dataclass
-class InProcessStages:
-    """Every stage in this process, recorded like the flows record them."""
+class RecipeStages:
+    """The recipe's stages, each in this process, recorded like the flows record them."""
 
     settings: Settings
     on_event: EventHandler | None = None
@@ -48,7 +43,7 @@ class InProcessStages:
             progress.close()
 
     def train(self, request: StageRequest) -> dict[str, Any]:
-        return train_stage(request, InProcessStageSteps(self.settings, self.on_event))
+        return train_stage(request, StageSteps(self.settings, self.on_event))
 
 
 def _checkpoint_name(recipe: BleurtRecipe, stage: str) -> str:
@@ -56,7 +51,7 @@ def _checkpoint_name(recipe: BleurtRecipe, stage: str) -> str:
     return f"{recipe.name}{variant}-{stage}-s{recipe.seed}"
 
 
-def run_recipe(recipe: BleurtRecipe, stages: Stages, *, log: Callable[[str], None] = print) -> dict[str, Any]:
+def run_recipe(recipe: BleurtRecipe, stages: RecipeStages, *, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Run the recipe's stages in order; returns every stage's result and timing, and the final
     checkpoint's name and digest."""
     recipe.validate()

@@ -28,21 +28,11 @@ from assay.errors import AssayError, NotFoundError, UsageError
 from assay.sweeps.space import Param, SearchSpace, changes
 from assay.sweeps.storage import open_storage
 from assay.sweeps.study import list_sweeps, load_study, sweep_summary
-from assay.training.stages import StageRequest
-from assay.workers.training_jobs import EventHandler
+from assay.training.stage_request import StageRequest
+from assay.workers.training.stage_runs import EventHandler
+from assay.workers.training.stage_steps import StageSteps, train_stage
 
 POLICIES = ("retry", "skip")
-
-
-class TrialStages(Protocol):
-    def train(self, request: StageRequest) -> dict[str, Any]: ...
-
-
-def in_process_stages(settings: Settings) -> Callable[[EventHandler], TrialStages]:
-    """Trials trained in this process (each still recorded as a training run and registered)."""
-    from assay.workers.recipe import InProcessStages
-
-    return lambda on_event: InProcessStages(settings, on_event)
 
 
 class TrialRunner(Protocol):
@@ -255,7 +245,6 @@ def _check_ended(study: Any, number: int, state: str, log: Callable[[str], None]
 
 
 def train_trial(settings: Settings, sweep: str, number: int, *,
-                make_stages: Callable[[EventHandler], TrialStages] | None = None,
                 on_event: EventHandler | None = None, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Train trial ``number`` of ``sweep`` with the values the study gave it; report every
     validation's tau, stop when pruned, and tell the study how it ended. Returns the outcome."""
@@ -291,9 +280,8 @@ def train_trial(settings: Settings, sweep: str, number: int, *,
 
     request = StageRequest(space.stage, space.data, init=space.init, config=config, name=checkpoint,
                            exclude=space.exclude, groups=space.groups, aspect=space.aspect)
-    stages_for = make_stages or in_process_stages(settings)
     try:
-        result = stages_for(report).train(request)
+        result = train_stage(request, StageSteps(settings, on_event=report))
     except optuna.TrialPruned as pruned:
         study.tell(number, state=TrialState.PRUNED)
         log(f"trial {number}: pruned ({pruned})")

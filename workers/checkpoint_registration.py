@@ -15,9 +15,9 @@ from pathlib import Path
 from assay.atomic import atomic_path
 from assay.checkpoints.registry import CheckpointFacts, Registered, register, resolve_folder
 from assay.config import Settings
-from assay.errors import UsageError
+from assay.errors import CheckpointError, UsageError
+from assay.provenance import short
 from assay.workers.checkpoint import (
-    CheckpointError,
     checkpoint_digest,
     checkpoint_files,
     read_config,
@@ -72,5 +72,5 @@ def export_checkpoint(settings: Settings, ref: str, destination: str | Path) -> 
             shutil.copy2(source / name, tmp / name)
         copied = checkpoint_digest(tmp)
         if copied != expected:
-            raise CheckpointError(source, f"changed while it was copied (digest {copied[:12]} != {expected[:12]})")
+            raise CheckpointError(source, f"changed while it was copied (digest {short(copied)} != {short(expected)})")
     return target

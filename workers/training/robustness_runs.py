@@ -5,18 +5,21 @@ fine-tune each variant at each point -> score and evaluate each test version -> 
 The protocol, the storage and the reading of results are in :mod:`assay.training.robustness`;
 this module adds what needs the training code: resolving a variant's init, the complete
 hyper-parameters (:class:`TrainConfig`'s defaults filled in, as a checkpoint's lineage records
-them) and training a stage (:func:`assay.workers.training_jobs.run_stage`).
+them) and training a stage (:func:`assay.workers.training.stage_runs.run_stage`).
 
-The steps are small functions on JSON-able values, so the ``robustness-drift`` and
-``robustness-webnlg`` flows call them as tasks and :func:`run_experiment` calls them in one
-process, in the same order: :func:`draw`, :func:`training_jobs` -> :func:`train_variant`,
-:func:`evaluation_points` -> :func:`evaluate_point`, then :func:`assay.training.robustness.finish_run`.
+The steps are small functions on JSON-able values, declared once as :class:`RobustnessSteps`
+(:func:`draw`, :func:`train_variant`, :func:`evaluate_point`), and :func:`run_experiment` is the
+one runner: :func:`draw`, :func:`training_jobs` -> :func:`train_variant`, :func:`evaluation_points`
+-> :func:`evaluate_point`, then :func:`assay.training.robustness.finish_run`. It runs them in this
+process, or, handed the same steps as Prefect tasks (:func:`assay.flows.step_tasks.as_tasks`), in
+the ``robustness-drift`` and ``robustness-webnlg`` flows.
 """
 
 from __future__ import annotations
 
 import shutil
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +35,7 @@ from assay.metrics.registry import MetricSpec
 from assay.training import robustness as rb
 from assay.training.config import TrainConfig
 from assay.training.plan import plan_finetune
-from assay.workers.training_jobs import resolve_init, run_stage
+from assay.workers.training.stage_runs import resolve_init, run_stage
 
 DEFAULT_VARIANTS = (rb.Variant("no-pretraining", rb.ENCODER),)
 
@@ -91,11 +94,12 @@ def prepare_drift(dataset: str, *, alphas: Sequence[float] | None = None,
         raise UsageError(f"--test-fraction must be between 0 and 1, not {test_fraction}")
     if binning not in qd.BINNINGS:
         raise UsageError(f"--binning {binning!r}: expected one of {', '.join(qd.BINNINGS)}")
-    _, label, digest, segments = rb.dataset_of(settings, dataset)
-    chosen_aspect = rb.check_aspects(label, rb.rated_aspects(segments), [aspect] if aspect else None, single=True)[0]
+    version, segments = rb.dataset_of(settings, dataset)
+    chosen_aspect = rb.check_aspects(version.label, rb.rated_aspects(segments), [aspect] if aspect else None,
+                                     single=True)[0]
     resolved, baseline_dicts, config, hyper, stats = _common(settings, variants, baselines, config, statistics,
                                                               n_resamples)
-    return rb.Experiment("drift", label, digest, points, resolved, baseline_dicts, config, hyper, int(seed), stats,
+    return rb.Experiment("drift", version, points, resolved, baseline_dicts, config, hyper, int(seed), stats,
                          int(n_resamples), {"test_fraction": float(test_fraction), "binning": binning,
                                             "aspect": chosen_aspect})
 
@@ -112,15 +116,15 @@ def prepare_webnlg(dataset: str, *, shares: Sequence[float] | None = None, by: S
         raise UsageError(f"--by: give at least one of {', '.join(rb.SPLIT_BY)}")
     for b in by:
         rb.unit_column(b)
-    _, label, digest, segments = rb.dataset_of(settings, dataset)
-    chosen = rb.check_aspects(label, rb.rated_aspects(segments), aspects, single=False)
-    rb.check_splits(label, rb.split_pool(segments, include_human), by, points)
+    version, segments = rb.dataset_of(settings, dataset)
+    chosen = rb.check_aspects(version.label, rb.rated_aspects(segments), aspects, single=False)
+    rb.check_splits(version.label, rb.split_pool(segments, include_human), by, points)
     resolved, baseline_dicts, config, hyper, stats = _common(settings, variants, baselines, config, statistics,
                                                               n_resamples)
     if points == [0.0] and not any(v.is_checkpoint for v in resolved):
         raise UsageError("--shares 0 alone trains nothing, and no --variant starts from a checkpoint to score as it "
                          "is; add a share > 0 or a variant NAME=CHECKPOINT")
-    return rb.Experiment("webnlg", label, digest, points, resolved, baseline_dicts, config, hyper, int(seed), stats,
+    return rb.Experiment("webnlg", version, points, resolved, baseline_dicts, config, hyper, int(seed), stats,
                          int(n_resamples), {"by": [b for b in rb.SPLIT_BY if b in by], "aspects": chosen,
                                             "include_human": bool(include_human)})
 
@@ -134,12 +138,12 @@ def draw(experiment: rb.Experiment, settings: Settings | None = None) -> list[di
     settings = settings or load_settings()
     if experiment.kind == "drift":
         opts = experiment.options
-        samples = qd.draw_samples(experiment.dataset, alphas=experiment.points, seed=experiment.seed,
+        samples = qd.draw_samples(experiment.version.label, alphas=experiment.points, seed=experiment.seed,
                                   test_fraction=opts["test_fraction"], binning=opts["binning"], settings=settings)
         return [{**s.as_dict(), "point": {"alpha": s.alpha}} for s in samples]
     out = []
     for by in experiment.options["by"]:
-        for s in rb.draw_splits(experiment.dataset, by=by, shares=experiment.points, seed=experiment.seed,
+        for s in rb.draw_splits(experiment.version.label, by=by, shares=experiment.points, seed=experiment.seed,
                                 include_human=experiment.options["include_human"], settings=settings):
             out.append({**s.as_dict(), "point": {"share": s.share, "split_by": s.by}})
     return out
@@ -187,8 +191,7 @@ def train_variant(experiment: rb.Experiment, job: dict[str, Any], parent_run_id:
     if found is not None:
         return {**answer, **found, "trained": False}
     key = rb.training_key(train["digest"], aspect, variant, experiment.hyperparameters)
-    dataset = experiment.dataset.partition("@")[0]
-    name = rb.checkpoint_name(experiment.kind, dataset, job["name_part"], variant.name, key)
+    name = rb.checkpoint_name(experiment.kind, experiment.version.name, job["name_part"], variant.name, key)
     plan = plan_finetune(settings, [train["label"]], init=variant.folder, init_digest=variant.digest,
                          config=experiment.config, name=name, resume=True, aspect=aspect)
     summary = run_stage(settings, plan, resume=True, parent_run_id=parent_run_id)
@@ -261,21 +264,41 @@ def made_checkpoints(trained: Sequence[dict[str, Any]], points: Sequence[dict[st
     return list(out.values())
 
 
-def run_experiment(experiment: rb.Experiment, settings: Settings | None = None) -> dict[str, Any]:
-    """The whole experiment in this process (the flows run the same steps as tasks). A finished
+@dataclass(frozen=True)
+class RobustnessSteps:
+    """The experiment's steps, declared once: each calls this module's function of that step in this
+    process, against ``settings``; the robustness flows hand :func:`run_experiment` the same object
+    with its methods as Prefect tasks."""
+
+    settings: Settings
+
+    def draw(self, experiment: rb.Experiment) -> list[dict[str, Any]]:
+        return draw(experiment, self.settings)
+
+    def train(self, experiment: rb.Experiment, job: dict[str, Any], parent_run_id: str) -> dict[str, Any]:
+        return train_variant(experiment, job, parent_run_id, self.settings)
+
+    def evaluate(self, experiment: rb.Experiment, point: dict[str, Any]) -> list[dict[str, Any]]:
+        return evaluate_point(experiment, point, self.settings)
+
+
+def run_experiment(experiment: rb.Experiment, settings: Settings | None = None, *,
+                   steps: RobustnessSteps | None = None) -> dict[str, Any]:
+    """The whole experiment, the one order of its steps (``steps`` defaults to
+    :class:`RobustnessSteps` in this process; the flows hand them as their tasks). A finished
     experiment with the same id is not run again: its stored rows are answered, with a new run
     row that points at them."""
     settings = settings or load_settings()
+    steps = steps or RobustnessSteps(settings)
     stored = rb.stored_rows(settings, experiment)
     if stored:
         return rb.record_reuse(settings, experiment, stored)
     recorder = rb.start_run(settings, experiment)
     try:
-        samples = draw(experiment, settings)
-        trained = [train_variant(experiment, job, recorder.run_id, settings)
-                   for job in training_jobs(experiment, samples)]
+        samples = steps.draw(experiment)
+        trained = [steps.train(experiment, job, recorder.run_id) for job in training_jobs(experiment, samples)]
         points = evaluation_points(experiment, samples, trained, settings)
-        rows = [row for point in points for row in evaluate_point(experiment, point, settings)]
+        rows = [row for point in points for row in steps.evaluate(experiment, point)]
         return rb.finish_run(settings, recorder, experiment, rows, made_checkpoints(trained, points))
     except BaseException as exc:
         recorder.fail(f"{type(exc).__name__}: {exc}")

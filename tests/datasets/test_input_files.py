@@ -1,4 +1,4 @@
-"""The shared reading helpers of the format parsers (``assay.datasets.formats._io``)."""
+"""The shared reading helpers of the format parsers (``assay.datasets.formats.input_files``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from assay.datasets.formats._io import (
+from assay.datasets.formats.input_files import (
     InputFiles,
     count,
     listing,

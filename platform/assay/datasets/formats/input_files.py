@@ -1,4 +1,4 @@
-"""Reading helpers shared by the format parsers.
+"""The input files of a format: the reading helpers every format parser shares.
 
 Every helper turns a defect into an :class:`~assay.errors.InputError` that names the file, the
 physical line (1-based) and what was expected, so the parsers themselves stay short:

@@ -22,17 +22,17 @@ from typing import Any
 import pyarrow as pa
 
 from assay.atomic import write_parquet, write_text
-from assay.checkpoints.registry import folder_of_digest, resolve_digest
+from assay.checkpoints.registry import folder_of_digest, resolve_checkpoint
 from assay.config import Settings
 from assay.errors import AssayError, NotFoundError, UsageError
-from assay.jobs.runs import RunRecorder
+from assay.jobs.runs import RunRecorder, version_inputs
 from assay.ports import LOOPBACK, free_port
 from assay.progress import TrainingProgress
 from assay.provenance import code_version
 from assay.training.config import TrainConfig
 from assay.training.plan import StagePlan, finetune_table, record_plan_data
 from assay.workers.checkpoint import CONFIG_FILE, checkpoint_digest
-from assay.workers.checkpoint_registry import register_folder
+from assay.workers.checkpoint_registration import register_folder
 from assay.workers.training.engine import TrainResult, train
 from assay.workers.training.objectives import Objective
 
@@ -52,7 +52,7 @@ def resolve_init(settings: Settings, init: str | None) -> tuple[str | None, str 
     if path.is_dir():
         return str(path.resolve()), None
     try:  # a registered checkpoint: its catalog digest (verified once, when training loads it)
-        _, digest = resolve_digest(settings, init)
+        digest = resolve_checkpoint(settings, init).digest
     except NotFoundError:
         if "/" in init:  # a hub id such as bert-base-uncased or google/bert_uncased_L-2_H-128_A-2
             return init, None
@@ -138,7 +138,8 @@ def run_stage(settings: Settings, plan: StagePlan, *, resume: bool = False, on_e
     objectives = objectives_of(plan)
     recorder = RunRecorder(
         settings, plan.stage,
-        inputs={"data": [d.as_dict() for d in plan.data], "init": plan.init, "init_digest": plan.init_digest},
+        inputs={"data": [version_inputs(d.version, role=d.role, rows=d.rows, groups=list(d.groups), aspect=d.aspect)
+                         for d in plan.data], "init": plan.init, "init_digest": plan.init_digest},
         parameters={"name": plan.name, "config": config.to_json(), "objectives": plan.objectives,
                     "primary": plan.primary, "excluded": plan.excluded, "resume": resume},
         parent_run_id=parent_run_id,
