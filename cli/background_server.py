@@ -184,6 +184,16 @@ class ServerStatus:
 # --- state ------------------------------------------------------------------------------------
 
 
+def file_identity(path: Path) -> tuple[int, int] | None:
+    """``(device, inode)`` of ``path``, or None when it is gone: how the server and the command
+    preloader notice that their ``ASSAY_HOME`` was deleted or replaced by another folder."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
 def state_path(settings: Settings) -> Path:
     return settings.server_dir / STATE_FILE
 

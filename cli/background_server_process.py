@@ -28,7 +28,14 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import IO, Any
 
-from assay.cli.background_server import FLOW_LEASE_FILE, IDLE_PATH, LOCK_FILE, PASSIVE_HEADER, STATE_FILE
+from assay.cli.background_server import (
+    FLOW_LEASE_FILE,
+    IDLE_PATH,
+    LOCK_FILE,
+    PASSIVE_HEADER,
+    STATE_FILE,
+    file_identity,
+)
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -129,12 +136,12 @@ class Watchdog:
         self.home = home
         self.server_dir = home / "server"
         self.stop = stop
-        self._home_identity = _identity(home)
+        self._home_identity = file_identity(home)
         self._held: list[IO[str]] = []  # the locks taken on deciding: released when the process exits
 
     def reason_to_stop(self) -> str | None:
         """Why the server should stop now, or None."""
-        if self._home_identity is None or _identity(self.home) != self._home_identity:
+        if self._home_identity is None or file_identity(self.home) != self._home_identity:
             return f"its ASSAY_HOME {self.home} is gone"
         if _recorded_pid(self.server_dir) != os.getpid():
             return f"its state file {self.server_dir / STATE_FILE} no longer names it"
@@ -190,14 +197,6 @@ class Watchdog:
             self.meter.touch()
         else:
             lease.close()
-
-
-def _identity(path: Path) -> tuple[int, int] | None:
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    return stat.st_dev, stat.st_ino
 
 
 def _recorded_pid(server_dir: Path) -> int | None:

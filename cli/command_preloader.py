@@ -52,6 +52,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
+from assay.cli.background_server import file_identity
 from assay.config import Settings, load_settings
 
 #: the commands a preloader runs: their flows are among :data:`PRELOAD_MODULES`
@@ -226,12 +227,12 @@ class Preloader:
         self.server_url = server_url
         self.environment = environment
         self.sources = _assay_sources()
-        self.home_identity = _identity(settings.home)
+        self.home_identity = file_identity(settings.home)
 
     def reason_to_stop(self) -> str | None:
         from assay.cli.background_server import read_state
 
-        if _identity(self.settings.home) != self.home_identity:
+        if file_identity(self.settings.home) != self.home_identity:
             return "its ASSAY_HOME is gone"
         state = read_state(self.settings)
         if state is None or state.pid != self.server_pid or not _alive(self.server_pid):
@@ -291,7 +292,7 @@ def serve(home: Path) -> None:
     os.chmod(temporary, 0o600)  # only this user may hand it a command
     listener.listen(16)
     os.replace(temporary, path)  # appears whole, once everything is imported
-    identity = _identity(path)
+    identity = file_identity(path)
     print(f"=== {time.strftime('%Y-%m-%d %H:%M:%S')} preloader {os.getpid()} serves {path} "
           f"(imports took {time.monotonic() - started:.1f} s)", flush=True)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
@@ -312,7 +313,7 @@ def serve(home: Path) -> None:
             connection.close()
     finally:
         if os.getpid() == pid:  # not in a child ending its command
-            if _identity(path) == identity:
+            if file_identity(path) == identity:
                 path.unlink(missing_ok=True)
             print(f"=== {time.strftime('%Y-%m-%d %H:%M:%S')} preloader {pid} stops: {reason or 'terminated'}",
                   flush=True)
@@ -462,14 +463,6 @@ def _assay_sources() -> dict[str, int]:
                 with contextlib.suppress(OSError):
                     sources[path] = os.stat(path).st_mtime_ns
     return sources
-
-
-def _identity(path: Path) -> tuple[int, int] | None:
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    return stat.st_dev, stat.st_ino
 
 
 def _alive(pid: int) -> bool:
