@@ -52,7 +52,6 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
-from assay.cli.background_server import file_identity
 from assay.config import Settings, load_settings
 
 #: the commands a preloader runs: their flows are among :data:`PRELOAD_MODULES`
@@ -225,12 +224,14 @@ class Preloader:
         self.settings = settings
         self.server_pid = server_pid
         self.server_url = server_url
+        from assay.cli.background_server import file_identity  # not on every command's import path
+
         self.environment = environment
-        self.sources = _assay_sources()
         self.home_identity = file_identity(settings.home)
+        self.sources = _assay_sources()  # after the import above, so the module is counted
 
     def reason_to_stop(self) -> str | None:
-        from assay.cli.background_server import read_state
+        from assay.cli.background_server import file_identity, read_state
 
         if file_identity(self.settings.home) != self.home_identity:
             return "its ASSAY_HOME is gone"
@@ -256,6 +257,8 @@ class Preloader:
 
 def serve(home: Path) -> None:
     """The preloader's life (see the module doc); returns when it should stop."""
+    from assay.cli.background_server import file_identity
+
     environment = relevant_environment(os.environ)
     settings = load_settings()
     if settings.home.resolve() != home.resolve():
