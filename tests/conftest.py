@@ -31,6 +31,8 @@ def services_required() -> bool:
 #: handed out in collection order). The rest keep their order.
 SLOW_MODULES_FIRST = (
     "tests/team/test_nightly_e2e.py",
+    "tests/team/test_nightly_kill_e2e.py",
+    "tests/test_reference_numbers.py",
     "tests/training/test_robustness.py",
     "tests/sweeps/test_sweep_flow.py",
     "tests/test_progress_cli.py",
@@ -71,6 +73,14 @@ def pytest_configure(config: pytest.Config) -> None:
     # workers of a 2-core CI machine that start once took longer ("Timed out while attempting to
     # connect to ephemeral Prefect API server"); the CLI's own default is 120 s (assay.flows.engine).
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+    # One compute thread per process. The suite runs three xdist workers (and their servers, workers
+    # and command subprocesses, which inherit this) on two cores; torch's default of one OpenMP thread
+    # per core oversubscribes them, and the idle threads spin. Measured on WMT17's 3,920 judged
+    # segments (BERTScore, MiniLM layer 4) on the idle machine: 62.8 s of CPU with two threads, 49.8 s
+    # with one. Users' runs keep torch's default.
+    for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(variable, "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     import prefect.main  # noqa: F401  (prefect/__init__ is lazy; prefect.main configures its logging)
 
 

@@ -139,7 +139,7 @@ def test_workers_first_then_the_server(tmp_path: Path) -> None:
         assert took <= STOP_BOUND_S
         # the server still shows the interrupted run Running: no heartbeat will come, and the zombie
         # automation that `assay deploy` installs marks it Crashed after --zombie-after s
-        # (test_nightly_e2e.py times it)
+        # (test_nightly_kill_e2e.py times it)
         assert _flow_run_state(env, run_id) == "Running"
     finally:
         worker.stop()
