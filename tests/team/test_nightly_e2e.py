@@ -92,7 +92,7 @@ def test_event_then_schedule_then_leaderboard(team: dict[str, Any], tmp_path: Pa
     fire = (datetime.now(UTC) + timedelta(seconds=40 + 59)).replace(second=0, microsecond=0)
     run_assay(env, *DEPLOY_ARGS, "--cron", f"{fire.minute} {fire.hour} * * *")
     scheduled = wait_for(lambda: [r for r in read_flow_runs(server.url, "nightly/nightly")
-                                  if r.auto_scheduled and r.state and r.state.iscompleted()],
+                                  if r.auto_scheduled and r.state and r.state.is_completed()],
                          240, "the scheduled nightly run to complete", interval=5)
     assert scheduled[0].parameters["reason"] == "schedule"
     b_row = wait_for(lambda: completed(env, "nightly-b"), 120, "checkpoint B's evaluation", interval=3)
