@@ -32,7 +32,6 @@ from assay.checkpoints.labels import labels_for, lineage_text, row_checkpoint
 from assay.config import Settings, load_settings
 from assay.datasets.names import DatasetRef
 from assay.errors import NotFoundError, UsageError
-from assay.jobs import protocol_wmt23, protocol_wmt24
 from assay.provenance import short
 from assay.results import correlations, significance
 from assay.results.correlations import MEAN_GROUP
@@ -40,21 +39,28 @@ from assay.results.external_scores import is_external
 from assay.results.newest_run import newest_run_sql
 from assay.stats import assign_clusters, shared_ranks
 
-PROTOCOL_HEADLINES = {
-    protocol_wmt23.PROTOCOL: ("avg", protocol_wmt23.AVERAGE),
-    protocol_wmt24.PROTOCOL: ("avg", protocol_wmt24.AVERAGE),
-}
-"""The (level, statistic) a protocol ranks metrics by: its average."""
 DEFAULT_HEADLINE = ("seg", "kendall")
-"""The (level, statistic) of a dataset evaluated under no such protocol: segment-level Kendall tau."""
+"""The (level, statistic) of a dataset evaluated under no protocol of its own: segment-level Kendall tau."""
+
+
+def protocol_headlines() -> dict[str, tuple[str, str]]:
+    """The (level, statistic) each protocol ranks metrics by: its average. The protocols' modules
+    are imported here, not with this one: their kernels cost about 0.3 s of imports, which a
+    leaderboard under no protocol never needs (``benchmarks/cli_latency.py``'s leaderboard row)."""
+    from assay.jobs import protocol_wmt23, protocol_wmt24
+
+    return {
+        protocol_wmt23.PROTOCOL: ("avg", protocol_wmt23.AVERAGE),
+        protocol_wmt24.PROTOCOL: ("avg", protocol_wmt24.AVERAGE),
+    }
 
 
 def headline(protocol: str | None = None) -> tuple[str, str, str]:
     """(level, statistic, group) of a dataset's headline leaderboard, the one shown unless another
-    is asked for: the protocol's average (:data:`PROTOCOL_HEADLINES`), else segment-level Kendall
+    is asked for: the protocol's average (:func:`protocol_headlines`), else segment-level Kendall
     (:data:`DEFAULT_HEADLINE`), on the mean over groups. Its rows are each signature's newest run
     (:mod:`assay.results.newest_run`)."""
-    level, statistic = PROTOCOL_HEADLINES.get(protocol or "", DEFAULT_HEADLINE)
+    level, statistic = protocol_headlines().get(protocol, DEFAULT_HEADLINE) if protocol else DEFAULT_HEADLINE
     return level, statistic, MEAN_GROUP
 
 
