@@ -54,15 +54,17 @@ from typing import Any, NoReturn
 
 from assay.config import Settings, load_settings
 
-#: the commands a preloader runs: their flows are among :data:`PRELOAD_MODULES`
-PRELOADED_COMMANDS = frozenset({"score", "evaluate", "ingest", "rerun", "select"})
+#: the commands a preloader runs: their flows are among :data:`PRELOAD_MODULES`, and so is the
+#: leaderboard's query (it runs no flow, but DuckDB, NumPy and pyarrow cost it as long as its answer)
+PRELOADED_COMMANDS = frozenset({"score", "evaluate", "ingest", "rerun", "select", "leaderboard"})
 #: what the preloader imports before it serves (the CLI, Prefect, those commands' flows and what
 #: their commands and tasks import on the way)
 PRELOAD_MODULES = (
     "assay.cli.main", "assay.cli.runner", "assay.cli.background_server", "assay.migrations", "assay.flows.hooks",
     "assay.flows.events", "assay.flows.score", "assay.flows.evaluate", "assay.flows.ingest", "assay.flows.rerun",
     "assay.flows.select", "assay.jobs.scoring", "assay.jobs.evaluation", "assay.jobs.ingest",
-    "assay.metrics.lexical", "assay.progress", "scipy.stats", "pyarrow.dataset", "pyarrow.parquet", "sacrebleu",
+    "assay.metrics.lexical", "assay.progress", "assay.query.leaderboard", "duckdb", "scipy.stats", "pyarrow.dataset",
+    "pyarrow.parquet", "sacrebleu",
     "sqlalchemy.dialects.sqlite",
     "rich.console", "rich.table", "prefect", "prefect.runtime.flow_run", "prefect.engine", "prefect.flow_engine",
     "prefect.task_engine", "prefect.concurrency.sync", "prefect.telemetry.run_telemetry",

@@ -31,7 +31,7 @@ DEMO_CAPTIONS = REPO / "platform" / "assay" / "fixtures" / "data" / "demo-captio
 def test_which_commands_and_environments_may_use_it() -> None:
     assert command_name(["score", "--dataset", "x"]) == "score"
     assert command_name(["--help"]) is None and command_name([]) is None
-    assert {"score", "evaluate"} <= command_preloader.PRELOADED_COMMANDS
+    assert {"score", "evaluate", "leaderboard"} <= command_preloader.PRELOADED_COMMANDS
     assert enabled({}) and enabled({"ASSAY_PRELOAD": "1"})
     assert not enabled({"ASSAY_PRELOAD": "0"})
     assert not enabled({"PREFECT_API_URL": "http://team:4200/api"})  # a configured server: no preloader
@@ -123,6 +123,15 @@ def test_a_flow_command_runs_in_a_forked_process_with_the_same_result(home: Path
     evaluated = _assay(home, "evaluate", "--dataset", "captions", "--json")
     assert evaluated.returncode == 0, evaluated.stderr
     assert {row["metric"] for row in json.loads(evaluated.stdout)} == {"chrf"}
+
+    # the leaderboard (a query, no flow) is forked too, with the answer of its own process
+    before = _forked(home)
+    board = _assay(home, "leaderboard", "--dataset", "captions", "--group", "captions", "--json")
+    assert board.returncode == 0 and _forked(home) == before + 1, board.stderr
+    own_board = _assay(home, "leaderboard", "--dataset", "captions", "--group", "captions", "--json",
+                       ASSAY_PRELOAD="0")
+    assert own_board.returncode == 0 and _forked(home) == before + 1
+    assert json.loads(board.stdout) == json.loads(own_board.stdout) and json.loads(board.stdout)
 
 
 @pytest.mark.prefect
