@@ -65,6 +65,29 @@ def test_corpus_bleu_from_sufficient_statistics_equals_sacrebleu() -> None:
     assert metric.corpus_score(np.vstack([stats[:2], stats[2:]])) == pytest.approx(expected, abs=1e-9)
 
 
+def test_bleu_on_outputs_that_share_references_equals_sacrebleu(shared_data: Path) -> None:
+    """sentBLEU and BLEU's statistics count each distinct reference once per call
+    (TargetLanguageBLEU.sentence_statistics); the oracle is sacrebleu's public sentence API on real
+    WMT17 de-en outputs of four systems, which share the reference of each source."""
+    root = shared_data / "wmt17-da"
+    refs = (root / "references" / "newstest2017-deen-ref.en").read_text(encoding="utf-8").splitlines()[:150]
+    cands, shared = [], []
+    for path in sorted((root / "system-outputs" / "newstest2017" / "de-en").iterdir())[:4]:
+        cands += path.read_text(encoding="utf-8").splitlines()[:150]
+        shared += [[ref] for ref in refs]
+    shared[3] = [refs[3], refs[4]]  # one segment with two references
+    expected = [sacrebleu.sentence_bleu(c, r) for c, r in zip(cands, shared, strict=True)]
+    np.testing.assert_allclose(SentenceBLEU().score(cands, shared).score, [e.score for e in expected], atol=1e-12)
+    from sacrebleu.metrics import BLEU
+
+    oracle = BLEU(effective_order=True)
+    stats = CorpusBLEU().score(cands, shared).stats
+    assert stats is not None
+    for got, cand, ref in zip(stats, cands, shared, strict=True):
+        result = oracle.sentence_score(cand, ref)
+        assert list(got) == [result.sys_len, result.ref_len, *result.counts, *result.totals]
+
+
 def test_second_identical_request_computes_nothing() -> None:
     ingest_path(DEMO_WMT)
     first = run_scoring("wmt99", "sentbleu")
