@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +76,42 @@ def test_exactly_identical_systems_give_p_one() -> None:
     assert p[0, 1] == 1.0
 
 
+def _exact_p_values(scores: np.ndarray, n_permutations: int, seed: int) -> np.ndarray:
+    """The oracle: the upper-triangle p-values in exact rational arithmetic on the float32 scores
+    (each float32 is a dyadic rational), with mt-metrics-eval's signs (pce.py: default_rng(seed),
+    float32 uniforms rounded to 0/1, 2m - 1)."""
+    from fractions import Fraction
+
+    exact = [[Fraction(float(v)) for v in row] for row in scores.astype(np.float32)]
+    signs = np.rint(np.random.default_rng(seed).random(size=(n_permutations, scores.shape[1]), dtype=np.float32))
+    p_values = []
+    for i, j in zip(*np.triu_indices(len(exact), 1), strict=True):
+        d = [a - b for a, b in zip(exact[i], exact[j], strict=True)]
+        observed = sum(d, Fraction(0))
+        hits = sum(sum((x if s else -x for x, s in zip(d, row, strict=True)), Fraction(0)) >= observed
+                   for row in signs)
+        p_values.append(hits / n_permutations)
+    return np.array(p_values)
+
+
+def test_ties_of_discrete_scores_are_counted_exactly_whatever_the_blas_threads() -> None:
+    # MQM-like scores (minor 1, major 5, minor punctuation 0.1; many segments tie): many permutations
+    # tie the observed difference exactly, which pce.py's float32 product decides by its rounding,
+    # which moved with OpenBLAS's thread count (TED en-de's SPA: 0.668923 with two threads, 0.668910
+    # with one). The count here is the exact one, whatever the threads.
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(3)
+    scores = -rng.choice([0.0, 0.0, 0.0, 0.1, 1.0, 1.1, 2.0, 5.0, 6.0, 10.0], size=(5, 60))
+    scores[1, :50] = scores[0, :50]  # two systems that differ on a few segments only
+    upper = np.triu_indices(5, 1)
+    expected = _exact_p_values(scores, n_permutations=300, seed=4)
+    for threads in (1, 2):
+        with threadpool_limits(limits=threads, user_api="blas"):
+            found = pairwise_p_values(scores, n_permutations=300, seed=4)[upper]
+        np.testing.assert_array_equal(found, expected)
+
+
 def test_metric_equal_to_humans_scores_one() -> None:
     human = np.random.default_rng(4).normal(size=(7, 50))
     result = spa(human, human.copy())
@@ -111,19 +146,19 @@ def test_resampled_replicate_is_the_count_weighted_test() -> None:
         assert replicate == spa(weighted_h, weighted_m, n_permutations=300).value
 
 
-def test_resampled_is_fast_for_a_wmt_sized_set() -> None:
-    # WMT24-sized: 13 systems x 529 segments, human + 3 metrics, 1000 permutations x 1000
-    # resamples (about 1 s on the project's 2-core machine; the bound leaves room for slower CI).
+def test_resampled_on_a_wmt_sized_set() -> None:
+    # WMT24-sized: 13 systems x 529 segments, human + 3 metrics, 1000 permutations x 1000 resamples
+    # (its time is benchmarks/spa_resamples.py's)
     rng = np.random.default_rng(7)
     human = rng.normal(size=(13, 1)) * 0.3 + rng.normal(size=(13, 529))
     metrics = [human + rng.normal(scale=s, size=human.shape) for s in (0.5, 1.0, 2.0)]
     counts = resample_counts(rng.integers(0, 529, size=(1000, 529)), 529)
-    start = time.perf_counter()
     replicates = resampled_spa(human, metrics, counts)
-    assert time.perf_counter() - start < 6.0
     assert replicates.shape == (3, 1000)
     assert np.isfinite(replicates).all()
     assert ((replicates >= 0) & (replicates <= 1)).all()
+    # the closer the metric to the humans, the higher its SPA, replicate by replicate on the whole
+    assert (replicates[0] >= replicates[2]).mean() > 0.9
 
 
 @pytest.mark.parametrize(

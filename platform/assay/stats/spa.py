@@ -9,17 +9,22 @@ metric's; SPA is one minus the mean absolute difference of the two p-values over
 surer, scores 1.
 
 The arithmetic is that of google-research/mt-metrics-eval ``pce.py`` (``compute_pairwise_p_values``,
-``compute_one_minus_pce``), so the numbers are the same to the bit (tests/stats/test_spa.py checks
-them against its output):
+``compute_one_minus_pce``), so the numbers are pce.py's (tests/stats/test_spa.py checks them against
+its output), except where pce.py's float32 rounding decides a tie (below):
 
-* a system's score is the **sum** of its segment scores, in float32;
+* the scores are cast to float32, as pce.py casts them; a system's score is the **sum** of its
+  segment scores;
 * one sign matrix serves every system pair and every score matrix: ``numpy.random.default_rng(seed)``
   draws ``(n_permutations, n_segments)`` float32 uniforms, rounded to 0/1 and mapped to -1/+1
   (``2m - 1``). Permutation ``p`` swaps the two systems' scores on the segments where its sign is -1,
   so the null difference of a pair is ``signs[p] @ (x_i - x_j)``, computed as the difference of the
-  products ``signs @ x_i`` and ``signs @ x_j`` (one float32 matrix product for all systems);
+  products ``signs @ x_i`` and ``signs @ x_j`` (one matrix product for all systems);
 * the p-value of "i better than j" is the share of permutations whose null difference is at least
   (``>=``) the observed one; it fills the upper triangle of an ``S x S`` matrix, NaN elsewhere.
+* The comparison is exact. pce.py takes the product in float32, where a permutation that ties the
+  observed difference (it swaps no segment on which the systems differ) counts or not depending on
+  how the BLAS rounds, which depends on its thread count; here the product is float64 and every
+  comparison within its rounding bound is decided again exactly (``_exceedances``).
 
 Every score matrix must be complete (systems x segments, no missing value), as mt-metrics-eval
 requires; a gap is a :class:`~assay.stats.StatsInputError` rather than a silent drop.
@@ -30,9 +35,8 @@ under the **same** sign matrix. A segment drawn twice therefore keeps one sign i
 (both copies swap together), where a permutation test run on the resampled matrix would draw a sign
 per copy. That is an approximation, stated here, that keeps every replicate a single matrix product
 of the signs with count-weighted scores; with every count 1 a replicate is exactly :func:`spa`.
-(Exactly, because the float32 product of one system's column does not depend on how many other
-columns share the BLAS call, which the tests check on this machine's OpenBLAS, and each replicate's
-mean is taken as a 1-D mean, as pce.py takes it.) 13 systems x 529 segments, 1000 permutations,
+(Exactly, because the comparisons are exact, and each replicate's mean is taken as a 1-D mean, as
+pce.py takes it.) 13 systems x 529 segments, 1000 permutations,
 1000 resamples, human + 3 metrics: about 1 s on two cores.
 """
 
@@ -109,28 +113,69 @@ def _check_permutations(n_permutations: int) -> int:
 
 def _exceedances(signs: npt.NDArray[np.float32], weighted: npt.NDArray[np.float32]) -> IntArray:
     """``(B, pairs)``: per block row and system pair ``i < j`` (``triu_indices`` order), the number
-    of permutations whose null difference is ``>=`` the observed difference.
+    of permutations whose null difference is ``>=`` the observed difference, in exact arithmetic on
+    the float32 scores.
 
     ``weighted`` is ``(S, B, L)`` float32 segment scores, system-major (count-weighted for a
-    resample). The product and the sums are mt-metrics-eval's float32 operations, in the same
-    orientation; laid out system-major, each system's null sums are a ``(P, B)`` slice of the
-    product, so the pair loop runs over long contiguous rows.
+    resample). The null sums are one product of the signs with the scores, as in pce.py, but in
+    float64; laid out system-major, each system's null sums are a ``(P, B)`` slice of the product,
+    so the pair loop runs over long contiguous rows.
+
+    Why not pce.py's float32 product: a permutation that keeps every segment on which two systems
+    differ *ties* the observed difference exactly, and counts. In float32 the two sides of that tie
+    are rounded differently, and how depends on the BLAS's blocking, which depends on its thread
+    count: on WMT24's TED en-de, sentBLEU's SPA was 0.668923 with two OpenBLAS threads and 0.668910
+    with one (one pair's p-value moved by one permutation). Here every comparison closer than the
+    float64 rounding bound is decided again exactly (:func:`_ties_decided_exactly`), so the count
+    does not depend on the machine, and equals pce.py's wherever its rounding is not in play.
     """
     systems, blocks, segments = weighted.shape
     permutations = signs.shape[0]
-    totals = weighted.sum(axis=2)  # (S, B) float32, as pce.py's np.sum(seg_scores, axis=1)
-    product = np.matmul(signs, weighted.reshape(systems * blocks, segments).T)  # pce.py's matmul, (P, S*B)
-    null = product.reshape(permutations, systems, blocks)
-    buffer = np.empty((permutations, systems - 1, blocks), dtype=np.float32)
+    scores = weighted.astype(np.float64)
+    totals = scores.sum(axis=2)  # (S, B)
+    product = np.matmul(signs.astype(np.float64), scores.reshape(systems * blocks, segments).T)  # (P, S*B)
+    # each system's null sum minus its observed sum: a pair's null minus observed difference is then
+    # one subtraction, kept in float32 (its sign and its place against the bound survive the rounding)
+    shifted = product.reshape(permutations, systems, blocks)
+    np.subtract(shifted, totals[None], out=shifted)
+    # |computed - exact| of a pair's difference is below (L + 2) eps (|x_i| + |x_j|) summed; 4x that
+    magnitude = np.abs(scores).sum(axis=2)  # (S, B)
+    slack = 4.0 * (segments + 2) * float(np.finfo(np.float64).eps)
+    negative = signs < 0
+    difference = np.empty((permutations, systems - 1, blocks), dtype=np.float32)
     above = np.empty((permutations, systems - 1, blocks), dtype=bool)
     counts = []
     for first in range(systems - 1):
         rest = systems - first - 1
-        np.subtract(null[:, first : first + 1], null[:, first + 1 :], out=buffer[:, :rest])
-        observed = totals[first][None, :] - totals[first + 1 :]  # (rest, B) float32
-        np.greater_equal(buffer[:, :rest], observed[None], out=above[:, :rest])
-        counts.append(above[:, :rest].sum(axis=0, dtype=np.int64))  # (rest, B)
+        gap = difference[:, :rest]
+        np.subtract(shifted[:, first : first + 1], shifted[:, first + 1 :], out=gap)
+        bound = (slack * (magnitude[first][None, :] + magnitude[first + 1 :])).astype(np.float32)[None]
+        np.greater_equal(gap, bound, out=above[:, :rest])
+        clear = np.count_nonzero(above[:, :rest], axis=0)  # (rest, B): surely at least the observed
+        np.greater_equal(gap, -bound, out=above[:, :rest])
+        loose = np.count_nonzero(above[:, :rest], axis=0)  # ... and those too close to call
+        for j, block in zip(*np.nonzero(loose != clear), strict=True):
+            column = gap[:, j, block]
+            near = np.flatnonzero((column >= -bound[0, j, block]) & (column < bound[0, j, block]))
+            clear[j, block] += _ties_decided_exactly(negative[near], weighted[first, block],
+                                                     weighted[first + 1 + j, block])
+        counts.append(clear.astype(np.int64))
     return np.concatenate(counts, axis=0).T
+
+
+def _ties_decided_exactly(swaps: npt.NDArray[np.bool_], first: npt.NDArray[np.float32],
+                          second: npt.NDArray[np.float32]) -> int:
+    """How many of these permutations (rows of ``swaps``: the segments each swaps) give a null
+    difference at least the observed one, decided exactly.
+
+    A permutation's null difference minus the observed one is ``-2`` times the sum of the score
+    differences ``d = first - second`` over the segments it swaps, so it counts exactly when that
+    sum is ``<= 0``. The difference of two float32 numbers is exact in float64, and the sum runs
+    only over the segments where the two differ (none: an exact tie)."""
+    d = first.astype(np.float64) - second.astype(np.float64)
+    differing = np.flatnonzero(d)
+    swapped = swaps[:, differing].astype(np.float64) @ d[differing]
+    return int(np.count_nonzero(swapped <= 0.0))
 
 
 def _p_values(signs: npt.NDArray[np.float32], weighted: npt.NDArray[np.float32]) -> FloatArray:
