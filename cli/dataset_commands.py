@@ -21,7 +21,8 @@ from assay.provenance import short
 @click.option("--name", help="Dataset name (default: derived, e.g. wmt17 for a WMT17 package).")
 @click.option("--option", "-o", "option_pairs", multiple=True, metavar="KEY=VALUE",
               help="Format option (repeatable), e.g. -o language_pair=en-de (mtme, esa) or the generic "
-                   "format's column declarations (-o candidate=hyp -o human_z=z ...).")
+                   "format's column declarations (-o candidate=hyp -o human_z=z ...); any format: "
+                   "-o groups=cs-en,de-en keeps only those groups (language pairs, tasks).")
 @click.option("--mqm-weights", metavar="SCHEME",
               help="MQM: the weighting scheme of the human score, a name (mtme, the default) or rules like "
                    "'Major:5 Minor:1 Minor/Fluency/Punctuation:0.1'. Part of the score's identity.")

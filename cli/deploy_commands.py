@@ -44,11 +44,14 @@ def api_or_refuse(problems: list[str]) -> str:
               help="Seconds without a heartbeat after which a running flow run is marked Crashed.")
 @click.option("--settle", "settle_seconds", type=float, default=60.0, show_default=True,
               help="A watched checkpoint folder unchanged this long is complete.")
+@click.option("--shard-size", type=int, default=2000, show_default=True,
+              help="Segments per scoring shard of a checkpoint's evaluation: each shard is stored as it "
+                   "finishes, so a crashed run's retry keeps the shards done.")
 @click.option("--report-dir", help="Where the nightly report is written (default: ASSAY_HOME/report).")
 @click.option("--dry-run", is_flag=True, help="Say what would change; change nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def deploy(timezone: str, nightly_cron: str, gpus: int, suite: str, debounce_seconds: int, zombie_after_seconds: int,
-           settle_seconds: float, report_dir: str | None, dry_run: bool, as_json: bool) -> None:
+           settle_seconds: float, shard_size: int, report_dir: str | None, dry_run: bool, as_json: bool) -> None:
     """Create the work pools cpu and gpu, the deployments and the automations on the team's
     Prefect server; a second run changes nothing.
 
@@ -60,7 +63,7 @@ def deploy(timezone: str, nightly_cron: str, gpus: int, suite: str, debounce_sec
 
     config = TeamConfig(timezone=timezone, nightly_cron=nightly_cron, gpus=gpus, suite=suite,
                         debounce_seconds=debounce_seconds, zombie_after_seconds=zombie_after_seconds,
-                        settle_seconds=settle_seconds, report_dir=report_dir)
+                        settle_seconds=settle_seconds, shard_size=shard_size, report_dir=report_dir)
     url = api_or_refuse(config.problems())
     changes = apply(config, dry_run=dry_run)
     if as_json:

@@ -77,6 +77,7 @@ class TeamConfig:
     debounce_seconds: int = 60
     zombie_after_seconds: int = 90
     settle_seconds: float = 60.0
+    shard_size: int = 2000
     report_dir: str | None = None
 
     def problems(self) -> list[str]:
@@ -89,6 +90,8 @@ class TeamConfig:
                          "e.g. '0 2 * * *'")
         if self.gpus < 1:
             found.append(f"--gpus must be at least 1, got {self.gpus}")
+        if self.shard_size < 1:
+            found.append(f"--shard-size must be at least 1, got {self.shard_size}")
         if self.debounce_seconds < 0:
             found.append("--debounce must not be negative")
         if self.zombie_after_seconds < 2 * HEARTBEAT_SECONDS:
@@ -176,7 +179,8 @@ def pool_specs(config: TeamConfig) -> list[dict[str, Any]]:
 
 
 def deployment_specs(config: TeamConfig) -> list[DeploymentSpec]:
-    nightly_parameters = {"suite": config.suite, "reason": "schedule", "settle_seconds": config.settle_seconds}
+    nightly_parameters = {"suite": config.suite, "reason": "schedule", "settle_seconds": config.settle_seconds,
+                          "shard_size": config.shard_size}
     if config.report_dir:
         nightly_parameters["report_dir"] = config.report_dir
     return [

@@ -33,13 +33,17 @@ CRASH_BOUND_S = ZOMBIE_AFTER_S + 10 + 10
 DEPLOY_ARGS = ("deploy", "--zombie-after", str(ZOMBIE_AFTER_S), "--debounce", "30", "--settle", "2")
 """``assay deploy`` as both modules run it."""
 
+#: the WMT16 pairs the nightly suite holds here (1,120 judged segments of the real release, ``-o groups``):
+#: the plumbing is what is tested, and every checkpoint is scored on all of them
+WMT16_PAIRS = "cs-en,de-en"
+
 
 @contextmanager
-def nightly_team(root: Path, shared_data: Path) -> Iterator[dict[str, Any]]:
+def nightly_team(root: Path, shared_data: Path, deploy_args: tuple[str, ...] = DEPLOY_ARGS) -> Iterator[dict[str, Any]]:
     """The team setup of the nightly end-to-end modules, in ``root``: a real server on its own
-    PostgreSQL database, the catalog on another, WMT16 DA ingested, the ``nightly`` suite defined,
-    ``assay deploy`` run, and a ``cpu`` and a ``gpu`` process worker. Everything is stopped and
-    dropped on exit."""
+    PostgreSQL database, the catalog on another, two pairs of WMT16 DA ingested, the ``nightly``
+    suite defined, ``assay deploy`` run (with ``deploy_args``), and a ``cpu`` and a ``gpu`` process
+    worker. Everything is stopped and dropped on exit."""
     server = start_team_server(root / "server", extra_env={"PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "5"})
     catalog_db = f"assay_catalog_{uuid.uuid4().hex[:10]}"
     create_database(catalog_db)
@@ -57,10 +61,11 @@ def nightly_team(root: Path, shared_data: Path) -> Iterator[dict[str, Any]]:
             "PREFECT_LOGGING_LEVEL": "INFO",
         })
         run_assay(env, "db", "upgrade")
-        ingested = json.loads(run_assay(env, "ingest", str(shared_data / "wmt16-da-seg"), "--json").stdout)
+        ingested = json.loads(run_assay(env, "ingest", str(shared_data / "wmt16-da-seg"), "-o", f"groups={WMT16_PAIRS}",
+                                        "--json").stdout)
         dataset = ingested["label"]
         run_assay(env, "suite", "define", "nightly", "--entry", f"{dataset}:seg:kendall,pearson")
-        deployed = json.loads(run_assay(env, *DEPLOY_ARGS, "--json").stdout)
+        deployed = json.loads(run_assay(env, *deploy_args, "--json").stdout)
         for pool in ("cpu", "gpu"):
             log = root / f"worker-{pool}.log"
             workers.append(Worker(pool, env, log).start())

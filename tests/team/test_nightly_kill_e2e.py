@@ -33,6 +33,7 @@ from tests.robustness_support import save_tiny_encoder
 from tests.team.nightly_team import (
     CRASH_BOUND_S,
     CRASH_EARLIEST_S,
+    DEPLOY_ARGS,
     completed,
     make_checkpoint,
     nightly_team,
@@ -44,7 +45,9 @@ pytestmark = pytest.mark.timeout(900)
 
 @pytest.fixture(scope="module")
 def team(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Iterator[dict[str, Any]]:
-    with nightly_team(tmp_path_factory.mktemp("team"), shared_data) as setup:
+    # shards of 300 of the suite's 1,120 segments: the worker is killed between two stored shards
+    with nightly_team(tmp_path_factory.mktemp("team"), shared_data,
+                      deploy_args=(*DEPLOY_ARGS, "--shard-size", "300")) as setup:
         yield setup
 
 

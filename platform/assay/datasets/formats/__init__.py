@@ -2,7 +2,8 @@
 
 A format is a module-level object with ``name``, ``description``, ``detect(path) -> bool`` and
 ``parse(path, options) -> ParsedDataset``. ``options`` are the ``--option KEY=VALUE`` pairs given to
-``assay ingest`` (only the generic format needs any: its column declarations).
+``assay ingest``, each format's own, except :data:`GROUPS_OPTION`, which every format takes: it keeps
+only the named groups (language pairs, tasks) of the input, after the format has parsed all of it.
 
 Parsers raise :class:`assay.errors.InputError` for any defect, naming the file, the line and what
 was expected, before anything is written; recoverable quirks go to ``ParsedDataset.warnings``.
@@ -20,9 +21,13 @@ from typing import Protocol, runtime_checkable
 from assay.datasets.parsed import ParsedDataset
 from assay.errors import InputError
 
+GROUPS_OPTION = "groups"
+"""``-o groups=cs-en,de-en``: keep only these groups of an input of any format (a release's language
+pairs one wants, say); a version of its own, since the options are part of a version's source key."""
+
 __all__ = [
-    "Format", "SplitFormat", "detect_format", "esa", "generic", "huse", "input_files", "mqm_tsv", "mtme",
-    "mtme_files", "mtme_meta", "parse", "registry", "splits", "webnlg2017", "wmt16_daseg", "wmt_da",
+    "GROUPS_OPTION", "Format", "SplitFormat", "detect_format", "esa", "generic", "huse", "input_files", "mqm_tsv",
+    "mtme", "mtme_files", "mtme_meta", "parse", "registry", "splits", "webnlg2017", "wmt16_daseg", "wmt_da",
 ]
 
 
@@ -82,11 +87,39 @@ def parse(path: Path, format_name: str | None = None, options: Mapping[str, str]
     name = format_name or detect_format(path)
     if name not in formats:
         raise InputError(path, f"unknown format {name!r}", expected="one of: " + ", ".join(formats))
-    return formats[name].parse(path, options or {})
+    given = dict(options or {})
+    groups = given.pop(GROUPS_OPTION, None)
+    parsed = formats[name].parse(path, given)
+    return parsed if groups is None else _keep_groups(path, parsed, groups)
+
+
+def _keep_groups(path: Path, parsed: ParsedDataset, option: str) -> ParsedDataset:
+    """``parsed`` with only the rows of the groups listed in ``option`` (comma-separated), in every table."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    wanted = sorted({group.strip() for group in option.split(",") if group.strip()})
+    present = sorted({group for table in parsed.tables.values() if "group" in table.column_names
+                      for group in table.column("group").unique().to_pylist()})
+    missing = [group for group in wanted if group not in present]
+    if not wanted or missing:
+        raise InputError(path, f"option {GROUPS_OPTION}={option!r}: "
+                         + (f"this input has no group {', '.join(missing)}" if missing else "names no group"),
+                         expected="a comma-separated list from: " + ", ".join(present))
+    keep = pa.array(wanted, type=pa.string())
+    for name, table in parsed.tables.items():
+        if "group" in table.column_names:
+            parsed.tables[name] = table.filter(pc.is_in(table.column("group"), value_set=keep))
+    if len(wanted) < len(present):
+        parsed.warnings.append(f"Only {len(wanted)} of the input's {len(present)} groups were kept "
+                               f"(option {GROUPS_OPTION}): {', '.join(wanted)}.")
+    parsed.metadata["groups_kept"] = wanted
+    return parsed
 
 
 def splits(path: Path, format_name: str, options: Mapping[str, str] | None = None) -> list[dict[str, str]]:
     """The options of each dataset version ``path`` holds in format ``format_name``: one empty set for a
     format whose input is one version, one set per version for a :class:`SplitFormat`."""
     fmt = registry()[format_name]
-    return fmt.splits(Path(path), options or {}) if isinstance(fmt, SplitFormat) else [{}]
+    given = {key: value for key, value in (options or {}).items() if key != GROUPS_OPTION}
+    return fmt.splits(Path(path), given) if isinstance(fmt, SplitFormat) else [{}]
