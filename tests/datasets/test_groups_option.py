@@ -44,7 +44,7 @@ def test_an_unknown_group_is_refused_naming_the_input_and_what_it_has(shared_dat
     path = shared_data / "wmt16-da-seg"
     with pytest.raises(InputError, match="this input has no group xx-en") as raised:
         ingest_path(path, options={"groups": "cs-en,xx-en"})
-    assert str(path) in str(raised.value) and "cs-en, de-en" in str(raised.value)
+    assert str(path.resolve()) in str(raised.value) and "cs-en, de-en" in str(raised.value)
     with pytest.raises(InputError, match="names no group"):
         formats.parse(path, options={"groups": " , "})
 
