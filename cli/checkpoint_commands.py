@@ -10,6 +10,7 @@ import click
 
 from assay.cli.output import emit_json
 from assay.config import load_settings
+from assay.nightly.defaults import SETTLE_SECONDS
 from assay.provenance import short
 
 
@@ -168,7 +169,7 @@ def watched_command(as_json: bool) -> None:
 
 
 @checkpoints.command("scan")
-@click.option("--settle", "settle", type=float, default=60.0, show_default=True,
+@click.option("--settle", "settle", type=float, default=SETTLE_SECONDS, show_default=True,
               help="A folder is complete once nothing in it was modified for this many seconds.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def scan_command(settle: float, as_json: bool) -> None:

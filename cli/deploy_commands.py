@@ -15,6 +15,7 @@ import click
 
 from assay.cli.output import emit_json
 from assay.config import load_settings
+from assay.nightly.defaults import SETTLE_SECONDS, SHARD_SIZE
 from assay.provenance import short
 
 
@@ -42,9 +43,9 @@ def api_or_refuse(problems: list[str]) -> str:
               help="Seconds in which repeated announcements of one checkpoint start one evaluation.")
 @click.option("--zombie-after", "zombie_after_seconds", type=int, default=90, show_default=True,
               help="Seconds without a heartbeat after which a running flow run is marked Crashed.")
-@click.option("--settle", "settle_seconds", type=float, default=60.0, show_default=True,
+@click.option("--settle", "settle_seconds", type=float, default=SETTLE_SECONDS, show_default=True,
               help="A watched checkpoint folder unchanged this long is complete.")
-@click.option("--shard-size", type=int, default=2000, show_default=True,
+@click.option("--shard-size", type=int, default=SHARD_SIZE, show_default=True,
               help="Segments per scoring shard of a checkpoint's evaluation: each shard is stored as it "
                    "finishes, so a crashed run's retry keeps the shards done.")
 @click.option("--report-dir", help="Where the nightly report is written (default: ASSAY_HOME/report).")
@@ -84,7 +85,7 @@ def nightly() -> None:
 @nightly.command("run")
 @click.option("--suite", default="nightly", show_default=True)
 @click.option("--checkpoint", help="Only this checkpoint (name or digest prefix).")
-@click.option("--settle", "settle_seconds", type=float, default=60.0, show_default=True)
+@click.option("--settle", "settle_seconds", type=float, default=SETTLE_SECONDS, show_default=True)
 @click.option("--no-report", is_flag=True, help="Do not write the report.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def run_command(suite: str, checkpoint: str | None, settle_seconds: float, no_report: bool, as_json: bool) -> None:

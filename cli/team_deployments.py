@@ -56,6 +56,7 @@ from assay.checkpoints.ref import RESOURCE_PREFIX
 from assay.config import Settings, load_settings
 from assay.errors import CatalogError, DeployRefused, SuiteNotFound, UsageError
 from assay.flows.events import CHECKPOINT_REGISTERED
+from assay.nightly.defaults import SETTLE_SECONDS, SHARD_SIZE
 
 HEARTBEAT_SECONDS = 30
 """``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` of the flow runs (Prefect's minimum is 30)."""
@@ -76,8 +77,8 @@ class TeamConfig:
     suite: str = "nightly"
     debounce_seconds: int = 60
     zombie_after_seconds: int = 90
-    settle_seconds: float = 60.0
-    shard_size: int = 2000
+    settle_seconds: float = SETTLE_SECONDS
+    shard_size: int = SHARD_SIZE
     report_dir: str | None = None
 
     def problems(self) -> list[str]:

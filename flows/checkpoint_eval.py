@@ -31,6 +31,7 @@ from assay.errors import AssayError
 from assay.flows.hooks import install_flow_hooks
 from assay.flows.retry_policy import RETRY_TRANSIENT
 from assay.nightly import ledger as ledger
+from assay.nightly.defaults import SHARD_SIZE
 from assay.nightly.suites import get_suite
 from assay.provenance import short
 from assay.results.correlations import mean_else_each_group
@@ -99,7 +100,7 @@ def fail_task(claim: dict[str, Any], error: str) -> None:
 
 @flow(name="evaluate-checkpoint", on_running=[install_flow_hooks],
       flow_run_name="evaluate {item[checkpoint][label]} on {item[version][label]}")
-def evaluate_checkpoint_flow(item: dict[str, Any], shard_size: int = 2000) -> dict[str, Any]:
+def evaluate_checkpoint_flow(item: dict[str, Any], shard_size: int = SHARD_SIZE) -> dict[str, Any]:
     """Score and evaluate one work item unless it is already done or taken; returns what happened."""
     from assay.flows.score import score_flow
 

@@ -39,6 +39,7 @@ from assay.config import load_settings
 from assay.flows.hooks import install_flow_hooks
 from assay.flows.retry_policy import RETRY_TRANSIENT
 from assay.nightly import ledger as ledger
+from assay.nightly.defaults import SETTLE_SECONDS, SHARD_SIZE
 from assay.nightly.suites import DEFAULT_SUITE, get_suite
 
 #: the deployment ``assay deploy`` creates for one work item
@@ -181,8 +182,8 @@ def _dispatch(items: list[dict[str, Any]], shard_size: int) -> list[dict[str, An
 
 @flow(name="nightly", on_running=[install_flow_hooks])
 def nightly_flow(suite: str = DEFAULT_SUITE, checkpoint: str | None = None, reason: str = "schedule",
-                 scan: bool = True, settle_seconds: float = 60.0, max_rounds: int = 3, shard_size: int = 2000,
-                 report: bool = True, report_dir: str | None = None) -> dict[str, Any]:
+                 scan: bool = True, settle_seconds: float = SETTLE_SECONDS, max_rounds: int = 3,
+                 shard_size: int = SHARD_SIZE, report: bool = True, report_dir: str | None = None) -> dict[str, Any]:
     """One sweep (see the module doc). ``checkpoint``: only this checkpoint (a digest, a digest
     prefix, a name or the event resource ``assay.checkpoint.<digest>``; the event trigger passes
     it). ``reason`` is recorded in the result (schedule, event, retry or manual)."""

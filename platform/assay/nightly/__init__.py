@@ -13,4 +13,4 @@
 import ledger`` loads that module alone.
 """
 
-__all__ = ["blindness", "ledger", "regressions", "status", "suites", "watched_folders"]
+__all__ = ["blindness", "defaults", "ledger", "regressions", "status", "suites", "watched_folders"]
