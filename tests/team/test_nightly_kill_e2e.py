@@ -131,6 +131,14 @@ def test_a_sweep_runs_its_trials_as_train_runs_on_the_gpu_pool(team: dict[str, A
     flow-run process (started by the gpu worker) reads its values from, and reports to, the study in
     the PostgreSQL catalog's schema `optuna`, which the sweep's own process shares."""
     env, server = team["env"], team["server"]
+    # the trials' checkpoints are registered, and each registration would start their nightly
+    # evaluation on the same one-slot gpu pool, between the trials: the trigger is paused here, as a
+    # team pauses an automation in Prefect's UI (the event path is tests/team/test_nightly_e2e.py's)
+    from prefect.client.orchestration import get_client
+
+    with server.settings(), get_client(sync_client=True) as client:
+        [trigger] = client.read_automations_by_name("assay: evaluate registered checkpoints")
+        client.pause_automation(trigger.id)
     space = tmp_path / "space.toml"
     space.write_text(SWEEP_SPACE.format(dataset=team["dataset"], init=save_tiny_encoder(tmp_path / "tiny")),
                      encoding="utf-8")
