@@ -100,8 +100,10 @@ def test_a_sweep_prunes_a_hopeless_trial_and_resumes_after_a_kill(prefect_engine
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "trial(s) 0 were interrupted and run again first" in resumed.stderr
     print(resumed.stdout)
-    shown = _assay("sweep", "show", "lr", "--json")
-    assert shown.returncode == 0, shown.stderr
+    # the commands after the sweeps read and refuse in this process (each `assay` process costs
+    # seconds of imports); the sweeps themselves ran as processes, one of them killed
+    shown = runner.invoke(cli, ["sweep", "show", "lr", "--json"])
+    assert shown.exit_code == 0, shown.output
     summary = json.loads(shown.stdout)
     trials = summary["trials"]
     assert [t["state"] for t in trials] == ["FAIL", "COMPLETE", "PRUNED"]
@@ -133,8 +135,8 @@ def test_a_sweep_prunes_a_hopeless_trial_and_resumes_after_a_kill(prefect_engine
     assert sum(flows[r.flow_id] == "sweep" for r in runs) == 2
 
     # the report plots the study: learning rate (log10) against validation tau, the pruned trial grey
-    report = _assay("report", "--out", str(tmp_path / "report"))
-    assert report.returncode == 0, report.stderr
+    report = runner.invoke(cli, ["report", "--out", str(tmp_path / "report")])
+    assert report.exit_code == 0, report.output
     html = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
     assert 'id="fig-sweep-lr-learning-rate-0"' in html and "learning_rate (log10)" in html
     assert re.search(r"trial 2 \(pruned after \d validation\(s\), \d+ steps\): learning_rate = 1e-09", html)
@@ -143,8 +145,8 @@ def test_a_sweep_prunes_a_hopeless_trial_and_resumes_after_a_kill(prefect_engine
     # a resume with another space is refused, naming the change, and stores nothing
     changed = tmp_path / "changed.toml"
     changed.write_text(space.read_text().replace("high = 1e-2", "high = 1e-1"), encoding="utf-8")
-    refused = _assay("sweep", "run", str(changed), "--name", "lr", "--trials", "3", "--resume")
-    assert refused.returncode == 2, refused.stdout + refused.stderr
+    refused = runner.invoke(cli, ["sweep", "run", str(changed), "--name", "lr", "--trials", "3", "--resume"])
+    assert refused.exit_code == 2, refused.output
     assert "changed: params.learning_rate.high: 0.01 -> 0.1" in refused.stderr
-    assert len(json.loads(_assay("sweep", "show", "lr", "--json").stdout)["trials"]) == 3
+    assert len(json.loads(runner.invoke(cli, ["sweep", "show", "lr", "--json"]).stdout)["trials"]) == 3
     close_storages()
