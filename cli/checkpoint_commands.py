@@ -95,9 +95,13 @@ def _num(value: Any) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def register_command(path: Path, name: str | None, as_json: bool) -> None:
     """Verify a checkpoint folder and register it by content digest (the same content again is a no-op)."""
+    from assay.catalog.engine import get_engine
+
+    settings = load_settings()
+    get_engine(settings)  # an unreachable catalog is refused before torch is imported and the folder verified
     from assay.workers.checkpoint_registration import register_folder
 
-    result = register_folder(load_settings(), path, name=name)
+    result = register_folder(settings, path, name=name)
     warning = _deliver_announcements()
     if as_json:
         emit_json({**result.as_dict(), "announcement_warning": warning})
