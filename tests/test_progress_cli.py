@@ -47,6 +47,10 @@ def _at_a_terminal(args: list[str], env: dict[str, str], timeout: float = 300) -
     return proc.wait(timeout=60), b"".join(chunks).decode("utf-8", "replace")
 
 
+#: every command here: a line every 0.2 s in a pipe, and a terminal 160 columns wide
+PROGRESS_SETTINGS = {"ASSAY_PROGRESS_EVERY": "0.2", "COLUMNS": "160"}
+
+
 def _in_a_pipe(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "assay.cli.main", *args], capture_output=True, text=True, env=env,
                           timeout=300)
@@ -57,7 +61,7 @@ def test_bars_at_a_terminal_lines_in_a_pipe_and_nothing_when_quiet(prefect_engin
     runner = CliRunner()
     assert runner.invoke(cli, ["ingest", str(shared_data / "wmt16-da-seg")]).exit_code == 0
     encoder = save_tiny_encoder(tmp_path / "tiny-random-bert")
-    env = {**os.environ, "ASSAY_PROGRESS_EVERY": "0.2", "COLUMNS": "160"}
+    env = {**os.environ, **PROGRESS_SETTINGS}
     env.pop("ASSAY_PROGRESS", None)
 
     def train(name: str) -> list[str]:
@@ -93,7 +97,7 @@ def test_bars_at_a_terminal_lines_in_a_pipe_and_nothing_when_quiet(prefect_engin
 
     # --quiet: neither, and the result as usual (in this process: its stderr is not a terminal either)
     quiet = runner.invoke(cli, [*train("quiet"), "--quiet"],
-                          env={"ASSAY_PROGRESS_EVERY": "0.2", "COLUMNS": "160", "ASSAY_PROGRESS": None})
+                          env={**PROGRESS_SETTINGS, "ASSAY_PROGRESS": None})
     assert quiet.exit_code == 0, quiet.output
     assert "finetune quiet: " not in quiet.stderr and "quiet" in quiet.stdout
 
@@ -112,7 +116,7 @@ def test_score_draws_a_bar_at_a_terminal_and_lines_in_a_pipe_and_no_prefect_noti
         prefect_engine: None, shared_data: Path, isolated_assay_home: Path) -> None:
     runner = CliRunner()
     assert runner.invoke(cli, ["ingest", str(shared_data / "wmt16-da-seg")]).exit_code == 0
-    env = {**os.environ, "ASSAY_PROGRESS_EVERY": "0.2", "COLUMNS": "160"}
+    env = {**os.environ, **PROGRESS_SETTINGS}
     env.pop("ASSAY_PROGRESS", None)
     # a new Prefect user, not in CI, who did not opt out: where Prefect shows its notice
     for name in ("PREFECT_HOME", "DO_NOT_TRACK", *PREFECT_CI_VARIABLES):
