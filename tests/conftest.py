@@ -12,7 +12,7 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
@@ -83,11 +83,47 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     import prefect.main  # noqa: F401  (prefect/__init__ is lazy; prefect.main configures its logging)
 
+    _start_shared_prefect_server(config)
+
+
+#: the API URL of the Prefect server that the xdist workers' :func:`prefect_engine` share
+SHARED_PREFECT_URL_VARIABLE = "ASSAY_TEST_PREFECT_API_URL"
+_SHARED_SERVER_KEY = pytest.StashKey[object]()
+
+
+def _start_shared_prefect_server(config: pytest.Config) -> None:
+    """Under xdist, the controller starts one Prefect server for every worker's :func:`prefect_engine`.
+
+    Each worker used to start Prefect's test harness of its own (a temporary SQLite server): three
+    servers, each about 20 s of CPU to start (Prefect's migrations) and 1.5 s per minute to keep, on a
+    2-core machine where the suite is CPU-bound. One ``prefect server start`` on a PostgreSQL database
+    (tests/team_server.py; PostgreSQL takes the workers' concurrent writes, SQLite would lock) serves
+    them all. It is spawned here without waiting (the workers wait for it when a test first needs it),
+    its URL goes to the workers in :data:`SHARED_PREFECT_URL_VARIABLE`, and it is stopped and its
+    database dropped in :func:`pytest_unconfigure`. Without xdist or PostgreSQL, each process keeps
+    the harness of its own.
+    """
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        return  # an xdist worker, or one process (-n 0)
+    if SHARED_PREFECT_URL_VARIABLE in os.environ or _pg_available() is not None:
+        return
+    from tests.team_server import start_team_server
+
+    root = Path(tempfile.mkdtemp(prefix="assay-tests-shared-prefect-"))
+    server = start_team_server(root, wait=False)
+    config.stash[_SHARED_SERVER_KEY] = (server, root)
+    os.environ[SHARED_PREFECT_URL_VARIABLE] = server.url
+
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     home = config.stash.get(_PREFECT_HOME_KEY, None)
     if home is not None:
         shutil.rmtree(home, ignore_errors=True)
+    shared = config.stash.get(_SHARED_SERVER_KEY, None)
+    if shared is not None:
+        server, root = shared
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -140,7 +176,8 @@ def isolated_assay_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
 
 @pytest.fixture(scope="session")
 def prefect_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """The real Prefect engine on a temporary local server, one per test session.
+    """The real Prefect engine on a temporary local server: the one the xdist controller started for
+    every worker (:func:`_start_shared_prefect_server`), else Prefect's test harness, one per process.
 
     The harness's API URL is also exported as ``PREFECT_API_URL``: Assay respects a configured URL,
     so commands run in these tests use the harness and never start the background server of
@@ -152,7 +189,8 @@ def prefect_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     from prefect.settings import PREFECT_API_URL
     from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness(server_startup_timeout=180):
+    shared_url = os.environ.get(SHARED_PREFECT_URL_VARIABLE)
+    with _shared_prefect_server(shared_url) if shared_url else prefect_test_harness(server_startup_timeout=180):
         before = os.environ.get("PREFECT_API_URL")
         os.environ["PREFECT_API_URL"] = str(PREFECT_API_URL.value())
         try:
@@ -162,6 +200,29 @@ def prefect_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
                 os.environ.pop("PREFECT_API_URL", None)
             else:
                 os.environ["PREFECT_API_URL"] = before
+
+
+@contextmanager
+def _shared_prefect_server(url: str) -> Iterator[None]:
+    """This process's Prefect client pointed at the shared server at ``url`` (waiting until it
+    answers), as :func:`prefect.testing.utilities.prefect_test_harness` points it at its own; logs and
+    events are drained before the client lets go."""
+    import prefect.context
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from tests.team_server import wait_until_healthy
+
+    wait_until_healthy(url)
+    with temporary_settings(updates={PREFECT_API_URL: url}), \
+            prefect.context._temporary_global_settings_context(prefect.context.get_settings_context()):
+        try:
+            yield
+        finally:
+            with suppress(RuntimeError):  # the log worker may never have started
+                APILogWorker.drain_all()
+            EventsWorker.drain_all()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -172,8 +172,9 @@ class TeamServer:
 
 
 def start_team_server(tmp_dir: Path, *, auth_string: str | None = None, db_name: str | None = None,
-                      extra_env: dict[str, str] | None = None) -> TeamServer:
-    """Create a fresh PostgreSQL database and start ``prefect server start`` on it; wait until healthy.
+                      extra_env: dict[str, str] | None = None, wait: bool = True) -> TeamServer:
+    """Create a fresh PostgreSQL database and start ``prefect server start`` on it; wait until healthy
+    (with ``wait=False``, return at once: the caller waits with :func:`wait_until_healthy`).
 
     ``tmp_dir`` holds ``PREFECT_HOME`` and the server's log (``server.log``). The server binds
     127.0.0.1 on a free port, with analytics and the UI off; ``auth_string`` (``user:password``)
@@ -183,6 +184,7 @@ def start_team_server(tmp_dir: Path, *, auth_string: str | None = None, db_name:
     tail when the server exits or does not answer in time.
     """
     require_postgres()
+    started = time.monotonic()
     name = db_name or f"assay_prefect_{uuid.uuid4().hex[:12]}"
     tmp_dir.mkdir(parents=True, exist_ok=True)
     home = tmp_dir / "prefect_home"
@@ -205,21 +207,16 @@ def start_team_server(tmp_dir: Path, *, auth_string: str | None = None, db_name:
     env.update(extra_env or {})
     port = free_port()
     command = [sys.executable, "-m", "prefect", "server", "start", "--host", HOST, "--port", str(port)]
-    started = time.monotonic()
     with open(log_path, "ab") as log:
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                    cwd=tmp_dir, env=env, start_new_session=True)
     server = TeamServer(url=f"http://{HOST}:{port}/api", process=process, log_path=log_path, db_name=name,
                         auth_string=auth_string, prefect_home=home, start_s=0.0)
     _RUNNING.append(server)
+    if not wait:
+        return server
     try:
-        deadline = started + START_TIMEOUT_S
-        while not _healthy(server.url):
-            if process.poll() is not None:
-                raise RuntimeError(f"prefect server exited with {process.returncode}; log:\n{_tail(log_path)}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"prefect server did not answer in {START_TIMEOUT_S:.0f} s; log:\n{_tail(log_path)}")
-            time.sleep(0.5)
+        wait_until_healthy(server.url, process, log_path)
     except BaseException:
         server.stop()
         raise
@@ -227,7 +224,23 @@ def start_team_server(tmp_dir: Path, *, auth_string: str | None = None, db_name:
     return server
 
 
-def _tail(path: Path, lines: int = 30) -> str:
+def wait_until_healthy(url: str, process: subprocess.Popen[bytes] | None = None, log_path: Path | None = None,
+                       timeout_s: float = START_TIMEOUT_S) -> None:
+    """Wait until the server at ``url`` answers ``/health``. Raises ``RuntimeError`` (with the log's
+    tail where ``log_path`` is given) when ``process`` exits first or nothing answers in ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not _healthy(url):
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"prefect server exited with {process.returncode}; log:\n{_tail(log_path)}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"prefect server at {url} did not answer in {timeout_s:.0f} s"
+                               + (f"; log:\n{_tail(log_path)}" if log_path is not None else ""))
+        time.sleep(0.5)
+
+
+def _tail(path: Path | None, lines: int = 30) -> str:
+    if path is None:
+        return "(no log)"
     try:
         return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
     except OSError:

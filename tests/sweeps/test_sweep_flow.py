@@ -123,16 +123,18 @@ def test_a_sweep_prunes_a_hopeless_trial_and_resumes_after_a_kill(prefect_engine
     assert info["lineage"]["hyperparameters"]["extra"]["space_digest"] == summary["space_digest"]
     assert runner.invoke(cli, ["checkpoints", "show", "lr-t2", "--json"]).exit_code != 0
 
-    # every trial was a `train` flow run on the server, inside a `sweep` run
+    # every trial was a `train` flow run on the server, inside a `sweep` run (the server is the whole
+    # suite's: only this test's runs are counted, the sweeps by their space file)
     from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
 
     with get_client(sync_client=True) as client:
-        runs = client.read_flow_runs()
+        runs = client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=["train", "sweep"])))
         flows = {f.id: f.name for f in client.read_flows()}
     trial_runs = sorted((r.parameters["sweep_trial"]["trial"], r.state_name) for r in runs
                         if flows[r.flow_id] == "train" and r.parameters.get("sweep_trial", {}).get("sweep") == "lr")
     assert trial_runs == [(0, "Running"), (1, "Completed"), (2, "Completed")]  # 0: its process was killed
-    assert sum(flows[r.flow_id] == "sweep" for r in runs) == 2
+    assert sum(flows[r.flow_id] == "sweep" and r.parameters.get("space_path") == str(space) for r in runs) == 2
 
     # the report plots the study: learning rate (log10) against validation tau, the pruned trial grey
     report = runner.invoke(cli, ["report", "--out", str(tmp_path / "report")])
