@@ -65,6 +65,9 @@ def evaluate_command(dataset: str, level: str, metrics: tuple[str, ...], statist
         return
     click.echo(f"{result['dataset']} level {result['level']} ({result['protocol']}), run {result['run_id']}")
     click.echo(f"  protocol signature: {result['protocol_signature']}")
+    if result.get("side"):
+        click.echo(f"  side evaluation: {result['side']} (not the headline; `assay leaderboard --side "
+                   f"{result['side']!r}` shows it)")
     rows = result["rows"]
     _print_by_slot(rows)
     _degenerate_notes(rows)
@@ -88,11 +91,16 @@ def evaluate_command(dataset: str, level: str, metrics: tuple[str, ...], statist
 @click.option("--metric", "metrics", multiple=True, help="Only these metric names or signatures.")
 @click.option("--since", type=click.DateTime(), help="Only correlations computed on or after this date.")
 @click.option("--allow-mixed", is_flag=True, help="Rank rows from different item sets or dataset versions.")
+@click.option("--side", metavar="LABEL",
+              help="A side evaluation by its label, e.g. 'rater rater3' or 'human translations included' "
+                   "(an evaluation with a choice other than the protocol's defaults: --rater, --include-human/"
+                   "--exclude-human, WMT24's --permutations or --permutation-seed); default: the headline "
+                   "evaluations.")
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--csv", "as_csv", is_flag=True)
 def leaderboard_command(dataset: str, level: str | None, statistic: str | None, protocol: str | None, group: str,
                         aspect: str | None, metrics: tuple[str, ...], since: datetime | None, allow_mixed: bool,
-                        as_json: bool, as_csv: bool) -> None:
+                        side: str | None, as_json: bool, as_csv: bool) -> None:
     """Rank metrics (and checkpoints) by agreement with humans, with significance clusters. Official
     submissions (a shared task's scores, e.g. ingested from mt-metrics-eval's data) are marked as such;
     a degenerate value (one that cannot separate metrics) is listed without a rank."""
@@ -103,7 +111,7 @@ def leaderboard_command(dataset: str, level: str | None, statistic: str | None, 
 
         since = since.replace(tzinfo=UTC)
     query = LeaderboardQuery(dataset, level, statistic, group, aspect, metrics, since, allow_mixed,
-                             protocol=protocol).resolved()
+                             protocol=protocol, side=side).resolved()
     rows = leaderboard(query)
     if as_json:
         emit_json(rows)
@@ -114,7 +122,8 @@ def leaderboard_command(dataset: str, level: str | None, statistic: str | None, 
     else:
         first = rows[0]
         click.echo(f"{VersionRef.from_columns(first).label}  level {query.level}  {query.statistic}  "
-                   f"group {group}" + (f"  protocol {protocol}" if protocol else ""))
+                   f"group {group}" + (f"  protocol {protocol}" if protocol else "")
+                   + (f"  side evaluation: {side}" if side else ""))
         columns = ["rank", "cluster", "metric", "value", "ci", "n", "unit", "aspect", "signature"]
         if any(row.get("checkpoint") for row in rows):
             columns.insert(3, "checkpoint")

@@ -138,6 +138,8 @@ def test_the_report_and_the_leaderboard_read_the_newest_run(in_home: dict[str, A
     settings = load_settings()
     evaluations, _ = latest_evaluations(correlation_rows(settings), dataset_versions(settings))
     (seg,) = [e for e in evaluations if e.version.ref.name == DATASET and e.level == "seg"]
+    # leaving pairs out is not a side evaluation (assay.results.headline): `one` is the newest Kendall run
+    assert in_home["one"]["side"] is None
     assert {r.statistic: r.run_id for r in seg.rows} == {"pearson": in_home["both"]["run_id"],
                                                          "kendall": in_home["one"]["run_id"]}
     level, statistic, group = headline()
@@ -318,3 +320,34 @@ def test_a_training_run_is_not_resumed_on_a_version_gone_from_the_store(in_home:
             check_resumable(settings, "ft", resume=True)
     finally:
         manifest.write_bytes(kept)
+
+
+# --- headline and side evaluations ----------------------------------------------------------------
+
+def test_a_part_written_before_side_labels_reads_its_rater_as_a_side(in_home: dict[str, Any]) -> None:
+    """Parts written before the ``side`` column: a one-rater run (its protocol signature says
+    ``|rater:``) is a side evaluation in SQL and in Python alike; the others are headline ones."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from assay.report.collect import correlation_rows
+    from assay.results.headline import side_of
+
+    settings = load_settings()
+    rows = [dict(r) for r in _stored(settings) if r["run_id"] == in_home["again"]["run_id"]]
+    legacy_schema = pa.schema([f for f in correlations.SCHEMA if f.name != "side"])
+    for row in rows:
+        row.pop("side")
+        row["run_id"] = "legacy-rater"
+        row["protocol_signature"] += "|rater:rater2"
+    path = settings.home / correlations.PARTS.write(settings, DATASET, "legacy-rater", rows)
+    pq.write_table(pa.Table.from_pylist(rows, schema=legacy_schema), path)  # as written before the column
+    assert "side" not in pq.read_schema(path).names
+    read_back = [r for r in _stored(settings) if r["run_id"] == "legacy-rater"]
+    assert read_back and {side_of(r) for r in read_back} == {"rater rater2"}
+    assert {side_of(r) for r in _stored(settings) if r["run_id"] != "legacy-rater"} == {None}
+    in_sql = {r.run_id: r.side for r in correlation_rows(settings)}
+    assert in_sql["legacy-rater"] == "rater rater2" and in_sql[in_home["both"]["run_id"]] is None
+    board = leaderboard(LeaderboardQuery(DATASET))
+    assert "legacy-rater" not in {r["run_id"] for r in board}
+    path.unlink()

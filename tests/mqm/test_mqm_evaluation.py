@@ -4,6 +4,7 @@ protocol, the human-candidate rule, one rater, and the error analysis (``assay e
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -110,6 +111,7 @@ def test_wmt24_protocol_and_the_error_analysis(shared_data: Path) -> None:
     with pytest.raises(UsageError, match="no rater 'nobody'"):
         check_request(name, rater="nobody")
     check_request(name, rater="rater1")
+    _side_evaluations_never_take_the_headline(name, one)
 
     # what chrF misses; stored, with the humans' yardstick beside it
     analysis = analyse_errors(name, "chrf", n_resamples=200, top=3)
@@ -178,3 +180,48 @@ def test_wmt24_needs_mqm_or_esa_judgments() -> None:
     with pytest.raises(UsageError, match="MQM or ESA") as raised:
         evaluate(name, protocol="wmt24", n_resamples=10)
     assert "scope outputs" not in str(raised.value)
+
+
+def _side_evaluations_never_take_the_headline(name: str, one_rater: dict[str, Any]) -> None:
+    """Issue 30's finding: a one-rater run evaluated last took the report's headline panels. The
+    headline is the all-rater evaluation with the protocol's defaults; a side evaluation is stored
+    with its label and shown only when asked for (assay.results.headline)."""
+    from click.testing import CliRunner
+
+    from assay.cli.main import cli
+    from assay.query.leaderboard import LeaderboardQuery, leaderboard
+    from assay.report.collect import correlation_rows, dataset_versions, latest_evaluations, side_evaluations
+
+    assert one_rater["side"] == "rater rater1" and {r["side"] for r in one_rater["rows"]} == {"rater rater1"}
+    headline = evaluate(name, level="seg", statistics=["kendall"], n_resamples=20)
+    assert headline["side"] is None
+    # a side evaluation evaluated after the headline: still not the headline
+    later = evaluate(name, level="seg", statistics=["kendall"], include_human=True, n_resamples=20)
+    assert later["side"] == "human translations included"
+
+    # one language pair: no mean over pairs, so the leaderboards are en-de's
+    board = {r["metric"]: r for r in leaderboard(LeaderboardQuery(name, "seg", "kendall", "en-de"))}
+    expected = {r["metric"]: r["value"] for r in headline["rows"]}
+    assert {m: r["value"] for m, r in board.items()} == expected
+    assert {r["run_id"] for r in board.values()} == {headline["run_id"]}
+    assert all(r["side"] is None for r in board.values())
+    rater = leaderboard(LeaderboardQuery(name, "seg", "kendall", "en-de", side="rater rater1"))
+    assert {r["run_id"] for r in rater} == {one_rater["run_id"]} and {r["aspect"] for r in rater} == {
+        "mqm:mtme:rater=rater1"}
+
+    stored = correlation_rows(load_settings())
+    evaluations, _ = latest_evaluations(stored, dataset_versions(load_settings()))
+    [seg] = [e for e in evaluations if e.version.ref.name == name and e.level == "seg"]
+    assert seg.run_ids == [headline["run_id"]]  # the wmt24 runs above (200 SPA permutations) are side ones too
+    sides = {side for label, level, side in side_evaluations(stored) if label.startswith(name) and level == "seg"}
+    assert sides == {"rater rater1", "human translations included", "SPA permutations 200, seed 4"}
+
+    # the CLI: the headline by default, a side evaluation by its label, and the labels when asked wrong
+    runner = CliRunner()
+    pair = ["--dataset", name, "--stat", "kendall", "--group", "en-de"]
+    shown = runner.invoke(cli, ["leaderboard", *pair, "--side", "rater rater1"])
+    assert shown.exit_code == 0, shown.output
+    assert "side evaluation: rater rater1" in shown.output
+    missing = runner.invoke(cli, ["leaderboard", *pair, "--side", "rater nobody"])
+    assert missing.exit_code != 0
+    assert "'human translations included'" in missing.output and "'rater rater1'" in missing.output

@@ -69,6 +69,7 @@ from assay.jobs.runs import RecordedFile, RunRecorder, new_run_id, version_input
 from assay.provenance import code_version
 from assay.results import correlations, significance, system_points
 from assay.results.external_scores import is_external
+from assay.results.headline import side_label
 from assay.results.segment_scores import ScoredMetric, scored_signatures, wanted_signatures
 from assay.stats import (
     MetricTies,
@@ -195,7 +196,7 @@ def evaluate(
     run_id = new_run_id()
     version_fields = {"run_id": run_id, "dataset": version.name, "version_number": version.number}
     records = _correlation_records(_ranked_rows(cells, p_values, alpha, level), run_id, version, level,
-                                   protocol_name, computed.protocol_signature, seed, n_resamples)
+                                   protocol_name, computed.protocol_signature, computed.side, seed, n_resamples)
     files = _write(settings, version.name, run_id, records, _significance_records(p_values, version_fields),
                    _system_point_records(cells, version_fields, level, chosen[0]))
     recorder = RunRecorder(
@@ -204,7 +205,7 @@ def evaluate(
         parameters={"level": level, "statistics": chosen, "seed": seed, "n_resamples": n_resamples,
                     "alpha": alpha, "protocol": protocol_name, "exclude_groups": sorted(set(exclude_groups)),
                     "metrics": list(metrics or []), "include_human": include_human, "rater": rater,
-                    "protocol_signature": computed.protocol_signature,
+                    "protocol_signature": computed.protocol_signature, "side": computed.side,
                     **({"n_permutations": n_permutations, "permutation_seed": computed.permutation_seed}
                        if protocol == protocol_wmt24.PROTOCOL else {}),
                     **({"all_submissions": all_submissions} if protocol == protocol_wmt23.PROTOCOL else {})},
@@ -212,7 +213,8 @@ def evaluate(
     seconds = recorder.record({"rows": len(records), "skipped": skipped, "files": [f.path for f in files]}, files)
     public = [{k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in r.items()} for r in records]
     return {"run_id": run_id, "dataset": version.label, "level": level, "protocol": protocol_name,
-            "protocol_signature": computed.protocol_signature, "rows": public, "skipped": skipped,
+            "protocol_signature": computed.protocol_signature, "side": computed.side, "rows": public,
+            "skipped": skipped,
             "notes": computed.notes, "seconds": seconds}
 
 
@@ -229,6 +231,8 @@ class _Computed:
     protocol_signature: str
     """Every setting the numbers depend on besides the metric and the data (:func:`_signature`)."""
     permutation_seed: int | None = None
+    side: str | None = None
+    """What makes the run a side evaluation (:func:`assay.results.headline.side_label`); None: the headline."""
 
 
 @dataclass(frozen=True)
@@ -304,8 +308,13 @@ def _compute(settings: Settings, dataset: str | VersionRef, metrics: Sequence[st
     if level not in PROTOCOLS:  # a protocol computes its own mean over language pairs
         cells += group_means(cells)
     p_values = _significance(cells, level, seed, n_resamples)
+    side = side_label(rater=request.rater, human_included=request.include_human,
+                      human_included_by_default=not info.get("exclude_human_by_default"),
+                      spa_permutations=(request.n_permutations, permutation_seed) if permutation_seed is not None
+                      else None,
+                      spa_default=(DEFAULT_PERMUTATIONS, protocol_wmt24.DEFAULT_PERMUTATION_SEED))
     return _Computed(ref, protocol_name, cells, skipped, p_values, notes,
-                     _signature(protocol_name, settings_text, request, rows), permutation_seed)
+                     _signature(protocol_name, settings_text, request, rows), permutation_seed, side)
 
 
 def _segment_level_cells(loaded: evaluation_inputs.SegmentLevelInputs, statistics: Sequence[str],
@@ -387,7 +396,7 @@ def compare_signatures(dataset: str | VersionRef, *, level: str, signatures: Seq
 
 
 def _correlation_records(rows: list[tuple[Cell, int | None, int | None]], run_id: str, version: VersionRef,
-                         level: str, protocol: str, protocol_signature: str, seed: int,
+                         level: str, protocol: str, protocol_signature: str, side: str | None, seed: int,
                          n_resamples: int) -> list[dict[str, Any]]:
     now = datetime.now(UTC)
     records = []
@@ -400,7 +409,7 @@ def _correlation_records(rows: list[tuple[Cell, int | None, int | None]], run_id
             "ci_low": ci_low, "ci_high": ci_high, "n": c.n, "unit": c.unit, "n_excluded": c.n_excluded,
             "item_set": c.item_set, "protocol": protocol, "rank": rank, "cluster": cluster,
             "epsilon": c.epsilon, "degenerate": c.degenerate, "official": is_external(c.scored.signature),
-            "protocol_signature": protocol_signature, "seed": seed, "n_resamples": n_resamples,
+            "protocol_signature": protocol_signature, "side": side, "seed": seed, "n_resamples": n_resamples,
             "code_version": code_version(), "created_at": now,
         })
     return records

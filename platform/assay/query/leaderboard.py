@@ -5,11 +5,12 @@ evaluate``); for each metric signature the row of its newest matching run is tak
 (:mod:`assay.results.newest_run`: the latest ``created_at``, ties to the larger run id). Ranks follow the value;
 clusters follow mt-metrics-eval's rule (a new cluster opens where a better metric wins at p <=
 alpha) using the pairwise p-values that the evaluation stored, so a filtered leaderboard (a subset
-of metrics) is re-clustered correctly. Rows computed on different item sets or dataset versions are
-never ranked together unless the caller asks for it. Rows correlated with different human targets
-(WebNLG's semantics, fluency and grammar aspects) are never ranked together at all: a correlation
-with fluency and one with semantics measure different things, so a leaderboard is always within one
-aspect. User input reaches SQL only as bound parameters.
+of metrics) is re-clustered correctly. A leaderboard shows the headline evaluations, or one side
+evaluation by its label (:mod:`assay.results.headline`), never the two mixed. Rows computed on
+different item sets or dataset versions are never ranked together unless the caller asks for it.
+Rows correlated with different human targets (WebNLG's semantics, fluency and grammar aspects) are
+never ranked together at all: a correlation with fluency and one with semantics measure different
+things, so a leaderboard is always within one aspect. User input reaches SQL only as bound parameters.
 
 Numbers that mean nothing are not ranked: a row marked ``degenerate`` (the metric is constant within
 every compared group, or acc-t's calibrated epsilon ties every pair) is listed without a rank or a
@@ -36,6 +37,7 @@ from assay.provenance import short
 from assay.results import correlations, significance
 from assay.results.correlations import MEAN_GROUP
 from assay.results.external_scores import is_external
+from assay.results.headline import SIDE_SQL
 from assay.results.newest_run import newest_run_sql
 from assay.stats import assign_clusters, shared_ranks
 
@@ -79,6 +81,9 @@ class LeaderboardQuery:
     alpha: float = 0.05
     protocol: str | None = None
     """Only rows evaluated under this protocol (``wmt23``, ``wmt24``, ``wmt17``, ...)."""
+    side: str | None = None
+    """None: the headline evaluations (:mod:`assay.results.headline`); else the side evaluation with this
+    label (``rater rater3``, ``human translations included``, ...)."""
 
     def resolved(self) -> LeaderboardQuery:
         """The query with its level and statistic filled in."""
@@ -91,8 +96,9 @@ def leaderboard(query: LeaderboardQuery, settings: Settings | None = None,
     settings = settings or load_settings()
     query = query.resolved()
     ref = DatasetRef.parse(query.dataset)
-    where = ["level = $level", "statistic = $statistic", '"group" = $group']
-    params: dict[str, Any] = {"level": query.level, "statistic": query.statistic, "group": query.group}
+    where = ["level = $level", "statistic = $statistic", '"group" = $group', f"({SIDE_SQL}) IS NOT DISTINCT FROM $side"]
+    params: dict[str, Any] = {"level": query.level, "statistic": query.statistic, "group": query.group,
+                              "side": query.side}
     if query.protocol:
         where.append("protocol = $protocol")
         params["protocol"] = query.protocol
@@ -150,19 +156,26 @@ def _nothing_found(con: duckdb.DuckDBPyConnection, source: str, query: Leaderboa
     wanted = f"no {query.level}-level {query.statistic} correlations for group {query.group!r}"
     if query.aspect:
         wanted += f" and aspect {query.aspect!r}"
+    if query.side:
+        wanted += f" in the side evaluation {query.side!r}"
+    sides = [side for (side,) in con.execute(
+        f"SELECT DISTINCT {SIDE_SQL} FROM {source} WHERE level = $level AND {SIDE_SQL} IS NOT NULL ORDER BY 1",
+        {"level": query.level}).fetchall()]
+    side_note = ("; side evaluations at this level (--side): " + ", ".join(repr(side) for side in sides)
+                 if sides and query.side not in sides else "")
     found = con.execute(f'SELECT DISTINCT "group", aspect, statistic FROM {source} WHERE level = $level',
                         {"level": query.level}).fetchall()
     if not found:
         levels = [lv for (lv,) in con.execute(f"SELECT DISTINCT level FROM {source} ORDER BY 1").fetchall()]
         return (f"{wanted} of {query.dataset}: it was evaluated at level(s) {', '.join(levels)} (use --level), or "
-                f"run `assay evaluate --dataset {query.dataset} --level {query.level}`")
+                f"run `assay evaluate --dataset {query.dataset} --level {query.level}`{side_note}")
     groups = sorted({g for g, _, _ in found}, key=lambda g: (g != "all", g))
     aspects = sorted({a for _, a, _ in found})
     statistics = sorted({st for _, _, st in found})
     return (f"{wanted} of {query.dataset}; at level {query.level} it has group(s) {', '.join(groups)} (--group), "
             f"aspect(s) {', '.join(aspects)} (--aspect) and statistic(s) {', '.join(statistics)} (--stat), "
             f"e.g. `assay leaderboard --dataset {query.dataset} --level {query.level} --group {groups[0]} "
-            f"--aspect {aspects[0]} --stat {statistics[0]}`")
+            f"--aspect {aspects[0]} --stat {statistics[0]}`{side_note}")
 
 
 def _newest_rows(con: duckdb.DuckDBPyConnection, source: str, where: list[str], params: dict[str, Any],
@@ -177,7 +190,7 @@ def _newest_rows(con: duckdb.DuckDBPyConnection, source: str, where: list[str], 
         newest_version AS (SELECT max(version_number) AS v FROM rows)
         SELECT run_id, dataset, version_number, version_digest, level, "group", aspect, metric, signature,
                checkpoint_digest, statistic, value, ci_low, ci_high, n, unit, n_excluded, item_set, protocol, epsilon,
-               degenerate, official, protocol_signature, created_at
+               degenerate, official, protocol_signature, {SIDE_SQL} AS side, created_at
         FROM rows
         WHERE {version_filter}
         {newest_run_sql(("signature", "aspect"))}

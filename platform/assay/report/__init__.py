@@ -38,7 +38,7 @@ from assay.checkpoints.registry import labels_by_digest
 from assay.config import Settings, load_settings
 from assay.jobs.runs import RunRecorder
 from assay.provenance import code_version
-from assay.report.collect import correlation_rows, dataset_versions, latest_evaluations
+from assay.report.collect import correlation_rows, dataset_versions, latest_evaluations, side_evaluations
 from assay.report.context import ReportContext
 from assay.report.page import render_page
 from assay.report.palette import MetricPalette
@@ -77,7 +77,9 @@ def build_report(out_dir: Path | str, settings: Settings | None = None, *, main_
     started = time.time()
     versions = dataset_versions(settings)
     experiment_runs = {r["evaluate_run_id"] for r in robustness_results.read(settings) if r["evaluate_run_id"]}
-    evaluations, drift_evaluations = latest_evaluations(correlation_rows(settings), versions, experiment_runs)
+    stored = correlation_rows(settings)
+    evaluations, drift_evaluations = latest_evaluations(stored, versions, experiment_runs)
+    sides = side_evaluations(stored)
     signatures = [s for e in [*evaluations, *drift_evaluations] for s in e.signatures]
     signatures += errors.analysed_signatures(settings)
     ctx = ReportContext(settings, versions, MetricPalette.of(signatures, labels_by_digest(settings)), code_version())
@@ -101,6 +103,8 @@ def build_report(out_dir: Path | str, settings: Settings | None = None, *, main_
         "metric signatures": len(set(signatures)),
         "correlations shown": sum(len(e.rows) for e in evaluations),
     }
+    if sides:  # labelled, never in the headline panels (assay.results.headline)
+        counts["side evaluations (not shown; assay leaderboard --side)"] = len(sides)
     html = render_page(sections, generated_at=datetime.now(UTC), code_version=ctx.code_version,
                        code_note=ctx.notes.marker(code_note), counts=counts)
     target = write_text(html, Path(out_dir) / REPORT_FILE)

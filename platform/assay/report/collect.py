@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -26,6 +26,7 @@ from assay.catalog.models import Run
 from assay.config import Settings
 from assay.datasets.names import VersionRef
 from assay.results import correlations
+from assay.results.headline import COLUMN, SIDE_SQL
 from assay.results.newest_run import newest_run_by_cell
 
 DRIFT_KIND = "quality-drift"
@@ -89,6 +90,8 @@ class CorrelationRow:
     epsilon: float | None = None
     degenerate: str | None = None
     official: bool | None = None
+    side: str | None = None
+    """The side evaluation the row belongs to (:mod:`assay.results.headline`); None: a headline one."""
 
 
 @dataclass
@@ -150,7 +153,7 @@ _COLUMNS = [f.name for f in correlations.SCHEMA if f.name in CorrelationRow.__da
 
 def correlation_rows(settings: Settings) -> list[CorrelationRow]:
     """Every stored correlation row (empty when nothing was evaluated yet)."""
-    columns = ", ".join(f'"{c}"' for c in _COLUMNS)
+    columns = ", ".join(f'({SIDE_SQL}) AS side' if c == COLUMN else f'"{c}"' for c in _COLUMNS)
     with duckdb.connect() as con:
         source = correlations.sql_source(con, settings)
         if source is None:
@@ -170,6 +173,9 @@ def latest_evaluations(rows: list[CorrelationRow], versions: list[VersionInfo],
     """(evaluations of ordinary datasets, evaluations of quality-drift versions).
 
     Ordinary: per (dataset, level) the newest evaluated version. Drift: one per (version, level).
+    Only headline evaluations are taken (:mod:`assay.results.headline`): a side evaluation (one
+    rater, human translations included, ...) never stands in for the headline, however new it is
+    (:func:`side_evaluations` lists them).
     Rows of versions no longer in the catalog are skipped, and so are the evaluations a robustness
     experiment made (``experiment_runs``) and its WebNLG split samples: the report shows those
     with the experiment, where each point has its own freshly trained checkpoint.
@@ -178,7 +184,7 @@ def latest_evaluations(rows: list[CorrelationRow], versions: list[VersionInfo],
     skip = set(experiment_runs)
     keyed: dict[tuple[str, int, str, str], list[CorrelationRow]] = {}
     for r in rows:
-        if r.run_id in skip:
+        if r.run_id in skip or r.side is not None:
             continue
         keyed.setdefault((r.dataset, r.version_number, r.version_digest, r.level), []).append(r)
     ordinary: dict[tuple[str, str], tuple[VersionInfo, list[CorrelationRow]]] = {}
@@ -197,6 +203,13 @@ def latest_evaluations(rows: list[CorrelationRow], versions: list[VersionInfo],
     evaluations.sort(key=lambda e: (e.version.ref.name, e.level != "seg"))
     drift.sort(key=lambda e: (e.version.ref.name, e.version.ref.number, e.level))
     return evaluations, drift
+
+
+def side_evaluations(rows: Iterable[CorrelationRow]) -> list[tuple[str, str, str]]:
+    """The side evaluations stored, as (dataset version label, level, side label), sorted: what the
+    report names without showing (``assay leaderboard --side LABEL`` shows one)."""
+    found = {(VersionRef.from_columns(asdict(r)).label, r.level, r.side) for r in rows if r.side is not None}
+    return sorted((label, level, str(side)) for label, level, side in found)
 
 
 def skipped_by_runs(settings: Settings, run_ids: Iterable[str]) -> list[str]:

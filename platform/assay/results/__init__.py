@@ -14,6 +14,7 @@ everything else goes through the named functions of one module per store:
   worst disagreements;
 - ``external_scores``: a shared task's official submissions as external metrics, their signatures
   and stored scores;
+- ``headline``: which evaluation stands for a dataset's result, and the labels of side evaluations;
 - ``newest_run``: which stored rows a reader shows when several runs computed the same cell;
 - ``parts``: the part layout they share, and the read-time upgrade of renamed columns;
 - ``schemas``: every store's declared schema, by name;
@@ -27,6 +28,7 @@ loads that store alone.
 """
 
 __all__ = [
-    "correlations", "error_analysis", "export", "external_scores", "model_selection", "newest_run", "parts",
+    "correlations", "error_analysis", "export", "external_scores", "headline", "model_selection", "newest_run",
+    "parts",
     "robustness", "schemas", "segment_scores", "significance", "system_points",
 ]

@@ -64,6 +64,7 @@ SCHEMA = pa.schema([
     pa.field("degenerate", pa.string()),  # why the value cannot separate metrics; null when it can
     pa.field("official", pa.bool_()),  # an official submission's scores (external signature)
     pa.field("protocol_signature", pa.string()),  # every setting of the protocol, defaults included
+    pa.field("side", pa.string()),  # what makes the run a side evaluation (assay.results.headline); null: headline
     pa.field("seed", pa.int64(), nullable=False),
     pa.field("n_resamples", pa.int64(), nullable=False),
     pa.field("code_version", pa.string(), nullable=False),
