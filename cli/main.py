@@ -79,6 +79,7 @@ def _register_commands() -> None:
         report_commands,
         robustness_commands,
         score_commands,
+        serve_commands,
         server_commands,
         suite_commands,
         sweep_commands,
@@ -90,7 +91,7 @@ def _register_commands() -> None:
     modules = (catalog_commands, checkpoint_commands, dataset_commands, job_commands, score_commands,
                eval_commands, drift_commands, report_commands, server_commands, synth_commands, worker_commands,
                train_commands, robustness_commands, deploy_commands,
-               suite_commands, sweep_commands, error_commands, format_commands)
+               suite_commands, sweep_commands, error_commands, format_commands, serve_commands)
     for module in modules:
         module.register(cli)
 

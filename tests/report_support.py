@@ -65,8 +65,10 @@ class PageLog:
 
 
 @contextmanager
-def open_page(url: str, executable: str, width: int = 1280, height: int = 900) -> Iterator[tuple[Any, PageLog]]:
-    """A loaded page in headless Chromium, and the log of what it reported while loading."""
+def open_page(url: str, executable: str, width: int = 1280, height: int = 900,
+              extra_headers: dict[str, str] | None = None) -> Iterator[tuple[Any, PageLog]]:
+    """A loaded page in headless Chromium, and the log of what it reported while loading
+    (``extra_headers`` go with every request, e.g. a sign-in)."""
     from playwright.sync_api import sync_playwright
 
     log = PageLog()
@@ -75,6 +77,7 @@ def open_page(url: str, executable: str, width: int = 1280, height: int = 900) -
         context = p.chromium.launch_persistent_context(
             profile, executable_path=executable, headless=True,
             args=[f for f in CHROMIUM_FLAGS if f != "--headless"], viewport={"width": width, "height": height},
+            extra_http_headers=extra_headers or {},
         )
         try:
             page = context.new_page()

@@ -9,5 +9,5 @@ __version__ = "0.1.0"
 __all__ = [
     "__version__", "atomic", "catalog", "checkpoints", "config", "datasets", "errors", "fixtures", "flow_context",
     "jobs", "metrics", "mqm", "nightly", "plugins", "ports", "progress", "provenance", "query", "renamed_columns",
-    "report", "results", "slugs", "stats", "sweeps", "synthetic", "training", "transient", "urls",
+    "report", "results", "serve", "slugs", "stats", "sweeps", "synthetic", "training", "transient", "urls",
 ]

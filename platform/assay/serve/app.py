@@ -1,0 +1,204 @@
+"""``assay serve``: the team's leaderboard as a read-only web app (Starlette, Jinja2).
+
+Pages, each with a JSON twin (the same route ending in ``.json``, or ``Accept: application/json``)
+whose numbers are the CLI's ``--json``:
+
+* ``/`` (``/index.json``): every evaluated dataset and level with its current leaders
+  (:func:`assay.serve.views.overview`);
+* ``/leaderboard`` (``/leaderboard.json``): one leaderboard, with filters for dataset, version,
+  level, statistic, group, aspect and evaluation (the headline or one side evaluation), sortable
+  columns, each number's signature on hover, and a permalink that pins the dataset version.
+
+Why Starlette with Jinja2: both are already installed with Prefect (no new dependency), the app is
+a few GET routes over Assay's own read functions (:mod:`assay.query.leaderboard`), so the numbers
+are the CLI's by construction, and it starts in well under a second. Datasette would serve the
+Parquet and SQL tables themselves, not Assay's rules (headline vs side evaluations, clusters,
+degenerate values) and its SQL box is exactly what must be unreachable here; Streamlit and Gradio
+re-run a script per interaction over a websocket, have no stable permalinks or JSON twins, and add
+a large dependency each.
+
+Safety: every route is GET (or HEAD); nothing writes. Sign-in is :class:`assay.serve.access.Access`
+(401 without it). A query string over :data:`MAX_QUERY_BYTES` or a parameter over
+:data:`MAX_PARAMETER_CHARS` is refused (414, 400); user input reaches DuckDB only as bound
+parameters (the leaderboard's own rule) and never names a file: static files are a fixed set read
+at start-up. Jinja2 escapes every string from data. Errors are a 4xx page (or JSON) with one line,
+never a traceback; an unexpected failure is a 500 page with no detail, its traceback logged.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Awaitable, Callable
+from importlib import resources
+from typing import Any
+from urllib.parse import urlencode
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Route
+
+from assay.config import Settings
+from assay.errors import AssayError, NotFoundError
+from assay.provenance import code_version
+from assay.query.leaderboard import LeaderboardQuery
+from assay.results.correlations import MEAN_GROUP, counted
+from assay.serve.access import Access
+from assay.serve.views import choices, leaderboard_rows, overview
+
+__all__ = ["MAX_PARAMETER_CHARS", "MAX_QUERY_BYTES", "create_app"]
+
+MAX_QUERY_BYTES = 2048
+"""The longest query string served (a longer one is refused with 414)."""
+MAX_PARAMETER_CHARS = 200
+"""The longest value of one parameter (a longer one is refused with 400)."""
+LEVELS = ("seg", "sys", "avg")
+_STATIC = {"sort.js": "text/javascript; charset=utf-8", "assay.css": "text/css; charset=utf-8",
+           "favicon.svg": "image/svg+xml"}
+_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+                               "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+_TITLES = {400: "bad request", 401: "sign-in required", 404: "not found", 405: "method not allowed",
+           414: "query too long", 500: "internal error"}
+
+log = logging.getLogger("assay.serve")
+
+
+def _fmt(value: float | None) -> str:
+    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.4f}"
+
+
+def _wants_json(request: Request) -> bool:
+    if request.url.path.endswith(".json"):
+        return True
+    accept = request.headers.get("accept", "")
+    return "application/json" in accept and "text/html" not in accept
+
+
+def _json(payload: Any, status: int = 200) -> Response:
+    body = json.dumps(payload, indent=2, ensure_ascii=False, default=str)  # as `assay ... --json` prints it
+    return Response(body, status_code=status, media_type="application/json")
+
+
+def _parameter(request: Request, name: str, default: str | None = None) -> str | None:
+    value = request.query_params.get(name)
+    if value is None or value == "":
+        return default
+    if len(value) > MAX_PARAMETER_CHARS:
+        raise HTTPException(400, f"parameter {name!r} is longer than {MAX_PARAMETER_CHARS} characters")
+    return value
+
+
+def create_app(settings: Settings, access: Access) -> Starlette:
+    """The app over ``settings``' catalog and stores, behind ``access``."""
+    templates = Environment(loader=PackageLoader("assay.serve", "templates"), autoescape=select_autoescape(["html"]))
+    templates.globals.update(fmt=_fmt, counted=counted, code_version=code_version())
+    static = {name: (resources.files("assay.serve").joinpath("static", name).read_bytes(), kind)
+              for name, kind in _STATIC.items()}
+
+    def page(request: Request, template: str, json_payload: Any, **context: Any) -> Response:
+        if _wants_json(request):
+            return _json(json_payload)
+        path = request.url.path
+        json_path = (path.rstrip("/") or "/index") + ".json" if path != "/" else "/index.json"
+        json_link = json_path + (f"?{request.url.query}" if request.url.query else "")
+        return HTMLResponse(templates.get_template(template).render(json_link=json_link, **context))
+
+    def error(request: Request, status: int, message: str) -> Response:
+        headers = {"WWW-Authenticate": access.challenge} if status == 401 else None
+        if _wants_json(request):
+            response = _json({"error": message, "status": status}, status)
+        else:
+            html = templates.get_template("error.html").render(
+                status=status, title=_TITLES.get(status, "error"), message=message, json_link="/index.json")
+            response = HTMLResponse(html, status_code=status)
+        for key, value in (headers or {}).items():
+            response.headers[key] = value
+        return response
+
+    async def home(request: Request) -> Response:
+        cells = overview(settings)
+        shown = [{**c.as_dict(), "link": "/leaderboard?" + urlencode(
+            {"dataset": c.dataset, "level": c.level, "stat": c.statistic, "group": c.group, "aspect": c.aspect})}
+            for c in cells]
+        return page(request, "overview.html", [c.as_dict() for c in cells], cells=shown)
+
+    async def board(request: Request) -> Response:
+        dataset = _parameter(request, "dataset")
+        if dataset is None:
+            raise HTTPException(400, "parameter 'dataset' is required (NAME or NAME@VERSION)")
+        level = _parameter(request, "level")
+        if level is not None and level not in LEVELS:
+            raise HTTPException(400, f"level {level!r} is not one of {', '.join(LEVELS)}")
+        query = LeaderboardQuery(dataset, level, _parameter(request, "stat"), _parameter(request, "group", MEAN_GROUP)
+                                 or MEAN_GROUP, _parameter(request, "aspect"), protocol=_parameter(request, "protocol"),
+                                 side=_parameter(request, "side")).resolved()
+        rows = leaderboard_rows(settings, query)
+        if _wants_json(request):
+            return _json(rows)
+        assert query.level is not None
+        first = rows[0]
+        pinned = {"dataset": f"{first['dataset']}@{first['version_number']}", "level": query.level,
+                  "stat": query.statistic, "group": query.group}
+        pinned.update({k: v for k, v in (("aspect", query.aspect), ("protocol", query.protocol),
+                                         ("side", query.side)) if v})
+        return page(request, "leaderboard.html", rows, rows=rows, query=query,
+                    version_label=f"{first['dataset']}@{first['version_number']}",
+                    choices=choices(settings, dataset, query.level, query.group),
+                    permalink="/leaderboard?" + urlencode(pinned),
+                    degenerate=[r for r in rows if r.get("degenerate")])
+
+    async def static_file(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in static:
+            raise HTTPException(404, "no such file")
+        body, kind = static[name]
+        return Response(body, media_type=kind)
+
+    async def on_assay_error(request: Request, exc: Exception) -> Response:
+        return error(request, 404 if isinstance(exc, NotFoundError) else 400, str(exc))
+
+    async def on_http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        return error(request, exc.status_code, str(exc.detail) if exc.detail else _TITLES.get(exc.status_code, ""))
+
+    async def on_crash(request: Request, exc: Exception) -> Response:
+        log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+        return error(request, 500, "the request failed; the server's log has the details")
+
+    routes = [
+        Route("/", home, methods=["GET", "HEAD"]),
+        Route("/index.json", home, methods=["GET", "HEAD"]),
+        Route("/leaderboard", board, methods=["GET", "HEAD"]),
+        Route("/leaderboard.json", board, methods=["GET", "HEAD"]),
+        Route("/static/{name}", static_file, methods=["GET", "HEAD"]),
+    ]
+
+    async def guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        if len(request.scope.get("query_string", b"")) > MAX_QUERY_BYTES:
+            response = error(request, 414, f"the query string is longer than {MAX_QUERY_BYTES} bytes")
+        elif not access.allows(request.headers.get("authorization")):
+            response = error(request, 401, "sign in: " + access.describe())
+        else:
+            response = await call_next(request)
+        for key, value in _HEADERS.items():
+            response.headers.setdefault(key, value)
+        return response
+
+    return Starlette(routes=routes, middleware=[Middleware(BaseHTTPMiddleware, dispatch=guard)],
+                     exception_handlers={AssayError: on_assay_error, HTTPException: on_http_error, Exception: on_crash})
+
+
+def startup_line(url: str, access: Access) -> str:
+    """What ``assay serve`` prints when it starts: where, and which sign-in (never a secret)."""
+    return f"Assay leaderboard at {url} (read-only; sign-in: {access.describe()})"

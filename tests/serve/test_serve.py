@@ -1,0 +1,249 @@
+"""``assay serve`` (issue 30): the read-only leaderboard app on real data (WMT16 DA, two language pairs,
+sentBLEU and chrF), its JSON twins against the CLI's ``--json``, the headline and side evaluations,
+sign-in, and the requests it must refuse. The browser test (Debian's chromium) drives a real
+``assay serve`` process."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from click.testing import CliRunner
+from starlette.testclient import TestClient
+
+from assay.catalog.engine import reset_engines
+from assay.cli.main import cli
+from assay.config import load_settings
+from assay.errors import InputError, UsageError
+from assay.jobs.evaluation import evaluate
+from assay.jobs.ingest import ingest_path
+from assay.jobs.scoring import score_dataset
+from assay.metrics.registry import MetricSpec
+from assay.serve.access import AUTH_VARIABLE, Access
+from assay.serve.app import MAX_QUERY_BYTES, create_app
+from tests.conftest import assay_home_at
+from tests.report_support import open_page, require_browser
+
+SIDE = "human translations excluded"
+"""WMT16 DA's rule keeps human translations as candidates: excluding them is a side evaluation."""
+PASSWORD = "s3cret-Pa55word-xyz"
+TOKEN = "tok-0123456789abcdef-team"
+
+
+@pytest.fixture(scope="module")
+def served_home(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """WMT16 DA (cs-en, de-en) scored with sentBLEU and chrF, evaluated at segment level (Kendall,
+    Pearson), then a side evaluation (human translations excluded) evaluated last."""
+    with assay_home_at(tmp_path_factory.mktemp("served")) as home:
+        ingest_path(shared_data / "wmt16-da-seg", options={"groups": "cs-en,de-en"})
+        for metric in ("sentbleu", "chrf"):
+            score_dataset("wmt16", MetricSpec(metric), progress=False)
+        headline = evaluate("wmt16", level="seg", statistics=["kendall", "pearson"], n_resamples=100)
+        side = evaluate("wmt16", level="seg", statistics=["kendall", "pearson"], include_human=False,
+                        n_resamples=100)
+    yield {"home": home, "headline": headline, "side": side}
+
+
+@pytest.fixture
+def in_home(served_home: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    monkeypatch.setenv("ASSAY_HOME", str(served_home["home"]))
+    reset_engines()
+    return served_home
+
+
+def _client(access: Access | None = None) -> TestClient:
+    return TestClient(create_app(load_settings(), access or Access()), raise_server_exceptions=False)
+
+
+def _cli_json(*args: str) -> Any:
+    result = CliRunner().invoke(cli, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_the_json_twins_are_the_clis_numbers(in_home: dict[str, Any]) -> None:
+    client = _client()
+    for query, args in [
+        ("dataset=wmt16", ["--dataset", "wmt16"]),
+        ("dataset=wmt16&stat=pearson&group=cs-en", ["--dataset", "wmt16", "--stat", "pearson", "--group", "cs-en"]),
+        (f"dataset=wmt16@1&side={quote(SIDE)}", ["--dataset", "wmt16@1", "--side", SIDE]),
+    ]:
+        expected = _cli_json("leaderboard", *args)
+        for response in (client.get(f"/leaderboard.json?{query}"),
+                         client.get(f"/leaderboard?{query}", headers={"Accept": "application/json"})):
+            assert response.status_code == 200, response.text
+            assert response.headers["content-type"].startswith("application/json")
+            assert response.json() == expected, query
+    overview = client.get("/index.json").json()
+    assert [(c["dataset"], c["level"], c["statistic"], c["group"]) for c in overview] == [("wmt16", "seg", "kendall",
+                                                                                          "all")]
+    assert overview[0]["leaders"] == _cli_json("leaderboard", "--dataset", "wmt16")
+
+
+def test_the_headline_is_shown_and_a_side_evaluation_only_under_its_label(in_home: dict[str, Any]) -> None:
+    client = _client()
+    headline, side = in_home["headline"], in_home["side"]
+    assert side["side"] == SIDE and headline["side"] is None
+    rows = client.get("/leaderboard.json?dataset=wmt16").json()
+    assert {r["run_id"] for r in rows} == {headline["run_id"]} and all(r["side"] is None for r in rows)
+    sided = client.get(f"/leaderboard.json?dataset=wmt16&side={quote(SIDE)}").json()
+    assert {r["run_id"] for r in sided} == {side["run_id"]}
+    html = client.get("/leaderboard?dataset=wmt16").text
+    assert f"<option>{SIDE}</option>" in html and "side evaluation:" not in html
+    assert "side evaluation: " + SIDE in client.get(f"/leaderboard?dataset=wmt16&side={quote(SIDE)}").text
+    # every number carries its signature and protocol signature on hover; the permalink pins the version
+    first = rows[0]
+    assert f'title="signature: {first["signature"]}' in html
+    assert 'href="/leaderboard?dataset=wmt16%401&amp;level=seg&amp;stat=kendall&amp;group=all"' in html
+    assert "1,120 segments" in html  # n with its unit
+
+
+@pytest.mark.parametrize(("path", "status", "says"), [
+    ("/leaderboard?dataset=wmt16'%20OR%201=1--", 400, "invalid dataset name"),
+    ("/leaderboard?dataset=%3Cscript%3Ealert(1)%3C/script%3E", 400, "&lt;script&gt;"),
+    ("/leaderboard?dataset=wmt16&group=%27;DROP%20TABLE%20x;--", 404, "no seg-level kendall correlations"),
+    ("/leaderboard?dataset=wmt16&stat=%3Cimg%20src=x%20onerror=alert(1)%3E", 404, "&lt;img src=x"),
+    ("/leaderboard?dataset=wmt16&aspect=..%2F..%2Fetc%2Fpasswd", 404, "aspect"),
+    ("/leaderboard?dataset=wmt16&side=%27%20OR%20%271%27=%271", 404, "side evaluation"),
+    ("/leaderboard?dataset=wmt16&level=zzz", 400, "is not one of seg, sys, avg"),
+    ("/leaderboard?dataset=wmt16@99", 404, ""),
+    ("/leaderboard?dataset=nosuch", 404, "no evaluations of nosuch"),
+    ("/leaderboard?dataset=/etc/passwd", 400, "invalid dataset name"),
+    ("/leaderboard", 400, "parameter &#39;dataset&#39; is required"),
+    ("/leaderboard?dataset=" + "a" * 201, 400, "longer than 200 characters"),
+    ("/leaderboard?x=" + "a" * (MAX_QUERY_BYTES + 1), 414, "longer than 2048 bytes"),
+    ("/../../etc/passwd", 404, ""),
+    ("/static/..%2F..%2Fpyproject.toml", 404, ""),
+    ("/static/app.py", 404, ""),
+    ("/sql?q=select%201", 404, ""),
+])
+def test_bad_requests_get_a_4xx_page_without_a_traceback(in_home: dict[str, Any], path: str, status: int,
+                                                          says: str) -> None:
+    response = _client().get(path)
+    assert response.status_code == status, (path, response.text[:300])
+    assert "Traceback" not in response.text and 'File "' not in response.text
+    assert "<script>" not in response.text and "<img" not in response.text
+    assert says in response.text
+    as_json = _client().get(path, headers={"Accept": "application/json"})
+    assert as_json.status_code == status and as_json.json()["status"] == status
+
+
+def test_nothing_writes(in_home: dict[str, Any]) -> None:
+    client = _client()
+    for method in ("POST", "PUT", "DELETE", "PATCH"):
+        assert client.request(method, "/leaderboard?dataset=wmt16").status_code == 405
+    before = sorted(str(p.relative_to(in_home["home"])) for p in Path(in_home["home"]).rglob("*.parquet"))
+    client.get("/"), client.get("/leaderboard?dataset=wmt16")
+    assert sorted(str(p.relative_to(in_home["home"])) for p in Path(in_home["home"]).rglob("*.parquet")) == before
+    headers = client.get("/").headers
+    assert "script-src 'self'" in headers["content-security-policy"] and headers["x-content-type-options"] == "nosniff"
+
+
+def test_basic_auth_and_bearer_tokens(in_home: dict[str, Any], tmp_path: Path) -> None:
+    basic = Access.configured(environ={AUTH_VARIABLE: f"team:{PASSWORD}"})
+    client = _client(basic)
+    missing = client.get("/leaderboard?dataset=wmt16")
+    assert missing.status_code == 401 and missing.headers["www-authenticate"].startswith("Basic")
+    assert client.get("/", auth=("team", "wrong")).status_code == 401
+    assert client.get("/", auth=("other", PASSWORD)).status_code == 401
+    assert client.get("/", headers={"Authorization": "Basic !!!notbase64"}).status_code == 401
+    assert client.get("/", headers={"Authorization": f"Bearer {PASSWORD}"}).status_code == 401
+    allowed = client.get("/leaderboard?dataset=wmt16", auth=("team", PASSWORD))
+    assert allowed.status_code == 200
+    for response in (missing, allowed, client.get("/index.json", auth=("team", PASSWORD))):
+        assert PASSWORD not in response.text
+    assert PASSWORD not in repr(basic) and PASSWORD not in basic.describe()
+
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"# the team's readers\n\n{TOKEN}\n", encoding="utf-8")
+    bearer = Access.configured(tokens, environ={})
+    client = _client(bearer)
+    assert client.get("/").status_code == 401
+    assert client.get("/", headers={"Authorization": "Bearer tok-wrong-0123456789abcdef"}).status_code == 401
+    assert client.get("/", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+    assert TOKEN not in bearer.describe() and "1 token(s)" in bearer.describe()
+
+    tokens.write_text("# readers\nshort\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"tokens:2: not a token \(expected one token of at least 16"):
+        Access.configured(tokens, environ={})
+    with pytest.raises(UsageError, match="user:password"):
+        Access.configured(environ={AUTH_VARIABLE: "nocolon"})
+    with pytest.raises(UsageError, match="choose one sign-in"):
+        Access.configured(tokens, environ={AUTH_VARIABLE: "a:b"})
+    with pytest.raises(UsageError, match="would let anyone on the network"):
+        Access().check_host("0.0.0.0")
+    Access().check_host("127.0.0.1")
+    basic.check_host("0.0.0.0")
+
+
+def _start_serve(env: dict[str, str], *args: str) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen([str(Path(sys.executable).parent / "assay"), "serve", "--port", "0", *args],
+                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    line = process.stderr.readline()
+    found = re.search(r"at (http://127\.0\.0\.1:\d+/)", line)
+    if found is None:
+        process.kill()
+        raise AssertionError(f"no start-up line: {line!r} {process.communicate()[1]}")
+    return process, line
+
+
+def test_serve_in_a_browser(in_home: dict[str, Any], tmp_path: Path) -> None:
+    """A real ``assay serve`` process with bearer tokens, driven in Debian's chromium: the overview,
+    the leaderboard through its link, sorting, the signature on hover, the side evaluation through
+    its filter, and the permalink; no console errors and no failed requests. The screenshots go to
+    ``ASSAY_SCREENSHOTS`` when it is set (to be looked at), else to the test's folder."""
+    executable = require_browser()
+    tokens = tmp_path / "tokens"
+    tokens.write_text(TOKEN + "\n", encoding="utf-8")
+    env = {**os.environ, "ASSAY_HOME": str(in_home["home"])}
+    env.pop(AUTH_VARIABLE, None)
+    started = time.monotonic()
+    process, line = _start_serve(env, "--tokens-file", str(tokens))
+    shots = Path(os.environ.get("ASSAY_SCREENSHOTS") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    try:
+        url = re.search(r"(http://\S+/)", line).group(1)  # type: ignore[union-attr]
+        print(f"assay serve answered its start-up line after {time.monotonic() - started:.2f} s")
+        assert "bearer tokens from" in line and TOKEN not in line
+        with open_page(url, executable, extra_headers={"Authorization": f"Bearer {TOKEN}"}) as (page, log):
+            assert "wmt16" in page.inner_text("table.overview")
+            page.screenshot(path=str(shots / "serve-overview.png"), full_page=True)
+            page.click("table.overview a")
+            page.wait_for_selector("table.leaderboard")
+            metrics = page.locator("table.leaderboard tbody td.metric").all_inner_texts()
+            assert metrics == ["chrf", "sentbleu"]  # ranked by Kendall's tau, best first
+            page.click("table.leaderboard th:nth-child(5)")  # value, ascending
+            assert page.locator("table.leaderboard tbody td.metric").all_inner_texts() == ["sentbleu", "chrf"]
+            page.click("table.leaderboard th:nth-child(5)")  # and back
+            assert page.locator("table.leaderboard tbody td.metric").all_inner_texts() == ["chrf", "sentbleu"]
+            title = page.get_attribute("table.leaderboard tbody td.metric", "title") or ""
+            assert title.startswith("signature: chrf|") and "protocol: wmt16|level:seg" in title
+            page.screenshot(path=str(shots / "serve-leaderboard.png"), full_page=True)
+            page.select_option("select[name=side]", SIDE)
+            page.click("form.filters button")
+            page.wait_for_selector("h1 .side")
+            assert SIDE in page.inner_text("h1")
+            permalink = page.get_attribute("#permalink", "href") or ""
+            assert "dataset=wmt16%401" in permalink and "side=human+translations+excluded" in permalink
+            page.screenshot(path=str(shots / "serve-side.png"), full_page=True)
+            page.goto(url + permalink.lstrip("/"))
+            assert SIDE in page.inner_text("h1")
+            assert log.console_errors == [] and log.errors == [] and log.failed_requests == []
+    finally:
+        process.terminate()
+        process.communicate(timeout=20)  # and its stderr pipe closed
+
+
+def test_serve_refuses_a_public_address_without_sign_in(in_home: dict[str, Any]) -> None:
+    result = CliRunner().invoke(cli, ["serve", "--host", "0.0.0.0"], env={AUTH_VARIABLE: ""})
+    assert result.exit_code == 2 and "would let anyone on the network" in result.output
