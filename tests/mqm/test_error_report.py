@@ -19,6 +19,8 @@ import pytest
 from assay.config import load_settings
 from assay.jobs.error_analysis import analyse_errors
 from assay.jobs.evaluation import evaluate
+from assay.jobs.scoring import score_dataset
+from assay.metrics.registry import MetricSpec
 from assay.report import build_report
 from assay.report.spans import highlight
 from assay.results import error_analysis
@@ -54,6 +56,10 @@ def test_report_shows_what_metrics_miss_in_chromium(shared_data: Path, tmp_path:
     executable = require_browser()
     name = ingest_and_score(shared_data, WMT23)
     evaluate(name, protocol="wmt24", n_resamples=50)  # the protocol's permutations: a headline (assay.results.headline)
+    # system level in two runs (Pearson, then Kendall): both store the same system points
+    score_dataset(name, MetricSpec("bleu"), scope="outputs")
+    evaluate(name, level="sys", metrics=["bleu"], statistics=["pearson"], n_resamples=50)
+    evaluate(name, level="sys", metrics=["bleu"], statistics=["kendall"], n_resamples=50)
     chrf = analyse_errors(name, "chrf", n_resamples=100, top=5)
     sentbleu = analyse_errors(name, "sentbleu", parent="chrf", n_resamples=100, top=5)
     index = build_report(tmp_path / "report")
@@ -94,6 +100,16 @@ def test_report_shows_what_metrics_miss_in_chromium(shared_data: Path, tmp_path:
         assert any("soft pairwise accuracy" in h for h in headings)
         assert any("acc-t grouped by item" in h for h in headings)
         assert any("WMT24 average" in h for h in headings)
+
+        # issue 30's findings: the system plots name MQM as the human score, and each is drawn once
+        # one plot per metric: BLEU (its two system-level runs stored the same points), chrF and
+        # sentBLEU (the WMT24 run's system level)
+        system_plots = page.locator("#sec-system svg.chart-sys")
+        assert system_plots.count() == 3
+        assert all("human (MQM (mtme weights))" in system_plots.nth(i).inner_html() for i in range(3))
+        assert "human (DA z)" not in page.locator("#sec-system").inner_html()
+        ids = page.eval_on_selector_all("[id]", "nodes => nodes.map(n => n.id)")
+        assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})
 
         shot = tmp_path / "report-errors.png"
         section.screenshot(path=str(shot))

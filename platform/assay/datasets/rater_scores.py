@@ -42,6 +42,22 @@ def score_kind(aspect: str) -> str:
     return aspect.split(":", 1)[0]
 
 
+def human_score_name(aspect: str) -> str:
+    """What a correlation's human scores are, named from its aspect for a reader: ``da`` -> ``DA z``
+    (WMT's system and segment DA are z-scored per rater), ``mqm:mtme`` -> ``MQM (mtme weights)``,
+    ``mqm:mtme:rater=r1`` -> ``MQM (mtme weights), rater r1``, ``esa`` -> ``ESA``; any other aspect
+    (WebNLG's ``fluency``, ...) is named as it is."""
+    kind, _, rest = aspect.partition(":")
+    scheme, _, rater = rest.partition(":rater=")
+    if rest.startswith("rater="):
+        scheme, rater = "", rest.removeprefix("rater=")
+    names = {"da": "DA z", "mqm": "MQM", "esa": "ESA"}
+    if kind not in names:
+        return aspect
+    name = names[kind] + (f" ({scheme} weights)" if scheme else "")
+    return name + (f", rater {rater}" if rater else "")
+
+
 def scheme_kind(scheme: str) -> str:
     """The kind of human score a ``ratings.scheme`` weighs: ``mqm-weights:mtme`` -> ``mqm``,
     ``esa-weights:released`` -> ``esa`` (``mtme`` names a rating set's scheme ``<kind>-weights:...``)."""

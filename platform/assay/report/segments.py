@@ -20,6 +20,7 @@ import numpy as np
 from assay.config import Settings
 from assay.datasets import store
 from assay.datasets.human import human_array
+from assay.datasets.rater_scores import human_score_name
 from assay.report.collect import VersionInfo
 from assay.results import segment_scores, system_points
 
@@ -30,7 +31,8 @@ class SegmentSample:
 
     version: VersionInfo
     total: int
-    human_kind: str  # "DA z" or "raw"
+    human_kind: str
+    """What the human scores are, named from the data (:func:`assay.datasets.rater_scores.human_score_name`)."""
     groups: list[str]
     human: np.ndarray
     scores: dict[str, np.ndarray] = field(default_factory=dict)
@@ -42,15 +44,18 @@ def segment_sample(settings: Settings, version: VersionInfo, scored: Sequence[tu
                    limit: int = 2000, seed: int = 0) -> SegmentSample:
     """A sample of ``version``'s judged segments with each (metric, signature)'s scores."""
     table = store.read_table(settings, version.store_path, "segments")
-    seg = table.select(["group", "source", "references", "candidate", "human_z", "human_raw"]).to_pydict()
+    seg = table.select(["group", "aspect", "source", "references", "candidate", "human_z", "human_raw"]).to_pydict()
     total = table.num_rows
     rng = np.random.default_rng(seed)
     index = np.arange(total) if total <= limit else np.sort(rng.choice(total, size=limit, replace=False))
     has_z = any(z is not None for z in seg["human_z"])
     human = human_array(seg)[index]
     keys = segment_scores.segment_keys(seg, index)
-    sample = SegmentSample(version, total, "DA z" if has_z else "raw", [seg["group"][i] for i in index], human,
-                           seed=seed)
+    aspects = sorted(set(seg["aspect"]))
+    kind = human_score_name(aspects[0]) if len(aspects) == 1 else ", ".join(aspects)
+    if kind == "DA z" and not has_z:
+        kind = "DA, raw"
+    sample = SegmentSample(version, total, kind, [seg["group"][i] for i in index], human, seed=seed)
     for metric, signature in scored:
         stored = segment_scores.read_scores(settings, metric, signature, set(keys))
         lookup = dict(zip(stored.column("key").to_pylist(), stored.column("score").to_pylist(), strict=True))
