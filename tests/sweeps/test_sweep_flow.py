@@ -132,7 +132,7 @@ def test_a_sweep_prunes_a_hopeless_trial_and_resumes_after_a_kill(prefect_engine
         runs = client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=["train", "sweep"])))
         flows = {f.id: f.name for f in client.read_flows()}
     trial_runs = sorted((r.parameters["sweep_trial"]["trial"], r.state_name) for r in runs
-                        if flows[r.flow_id] == "train" and r.parameters.get("sweep_trial", {}).get("sweep") == "lr")
+                        if flows[r.flow_id] == "train" and (r.parameters.get("sweep_trial") or {}).get("sweep") == "lr")
     assert trial_runs == [(0, "Running"), (1, "Completed"), (2, "Completed")]  # 0: its process was killed
     assert sum(flows[r.flow_id] == "sweep" and r.parameters.get("space_path") == str(space) for r in runs) == 2
 
