@@ -157,6 +157,8 @@ def test_basic_auth_and_bearer_tokens(in_home: dict[str, Any], tmp_path: Path) -
     assert client.get("/", auth=("other", PASSWORD)).status_code == 401
     assert client.get("/", headers={"Authorization": "Basic !!!notbase64"}).status_code == 401
     assert client.get("/", headers={"Authorization": f"Bearer {PASSWORD}"}).status_code == 401
+    health = client.get("/health")  # for probes: no sign-in, and nothing but "ok"
+    assert health.status_code == 200 and health.text == "ok\n"
     allowed = client.get("/leaderboard?dataset=wmt16", auth=("team", PASSWORD))
     assert allowed.status_code == 200
     for response in (missing, allowed, client.get("/index.json", auth=("team", PASSWORD))):

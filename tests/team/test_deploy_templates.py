@@ -263,3 +263,25 @@ def test_assay_deploy_creates_the_pools_from_the_template_in_deploy() -> None:
 
     on_disk = json.loads((DEPLOY / "process-job-template.json").read_text(encoding="utf-8"))
     assert process_job_template() == on_disk
+
+
+def test_the_leaderboard_service_signs_in_and_reads_the_store_read_only() -> None:
+    """docs/TEAM.md §7: `assay serve` in compose and on Kubernetes, its secrets from the environment
+    or a Secret, the shared store mounted read-only, probed on /health."""
+    services = yaml.safe_load((DEPLOY / "compose.yaml").read_text(encoding="utf-8"))["services"]
+    board = services["leaderboard"]
+    assert board["command"][:2] == ["assay", "serve"] and board["ports"] == ["127.0.0.1:8765:8765"]
+    assert board["environment"]["ASSAY_SERVE_AUTH"].startswith("${ASSAY_SERVE_AUTH:?")
+    assert board["environment"]["ASSAY_CATALOG_URL"].startswith("postgresql+psycopg://assay:${ASSAY_PG_PASSWORD:?")
+    assert all(str(v).endswith(":/var/lib/assay:ro") for v in board["volumes"])
+    assert "/health" in " ".join(board["healthcheck"]["test"])
+
+    deployment, service = yaml.safe_load_all((DEPLOY / "k8s-leaderboard.yaml").read_text(encoding="utf-8"))
+    assert deployment["kind"] == "Deployment" and service["kind"] == "Service"
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["args"][:2] == ["assay", "serve"]
+    secrets = {e["name"]: e["valueFrom"]["secretKeyRef"]["name"] for e in container["env"]}
+    assert secrets == {"ASSAY_SERVE_AUTH": "assay-leaderboard", "ASSAY_CATALOG_URL": "assay-leaderboard"}
+    assert container["volumeMounts"][0]["readOnly"] is True
+    assert container["readinessProbe"]["httpGet"]["path"] == "/health"
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]

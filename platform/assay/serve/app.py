@@ -5,6 +5,7 @@ whose numbers are the CLI's ``--json``:
 
 * ``/`` (``/index.json``): every evaluated dataset and level with its current leaders
   (:func:`assay.serve.views.overview`);
+* ``/health``: ``ok``, without sign-in, for probes;
 * ``/leaderboard`` (``/leaderboard.json``): one leaderboard, with filters for dataset, version,
   level, statistic, group, aspect and evaluation (the headline or one side evaluation), sortable
   columns, each number's signature on hover, and a permalink that pins the dataset version.
@@ -52,13 +53,15 @@ from assay.results.correlations import MEAN_GROUP, counted
 from assay.serve.access import Access
 from assay.serve.views import choices, leaderboard_rows, overview
 
-__all__ = ["MAX_PARAMETER_CHARS", "MAX_QUERY_BYTES", "create_app"]
+__all__ = ["HEALTH_PATH", "MAX_PARAMETER_CHARS", "MAX_QUERY_BYTES", "create_app", "startup_line"]
 
 MAX_QUERY_BYTES = 2048
 """The longest query string served (a longer one is refused with 414)."""
 MAX_PARAMETER_CHARS = 200
 """The longest value of one parameter (a longer one is refused with 400)."""
 LEVELS = ("seg", "sys", "avg")
+HEALTH_PATH = "/health"
+"""The one route that answers without sign-in (``ok``), for probes."""
 _STATIC = {"sort.js": "text/javascript; charset=utf-8", "assay.css": "text/css; charset=utf-8",
            "favicon.svg": "image/svg+xml"}
 _HEADERS = {
@@ -158,6 +161,10 @@ def create_app(settings: Settings, access: Access) -> Starlette:
                     permalink="/leaderboard?" + urlencode(pinned),
                     degenerate=[r for r in rows if r.get("degenerate")])
 
+    async def health(request: Request) -> Response:
+        """For a load balancer or a Kubernetes probe: answers without sign-in and says nothing else."""
+        return Response("ok\n", media_type="text/plain")
+
     async def static_file(request: Request) -> Response:
         name = request.path_params["name"]
         if name not in static:
@@ -182,12 +189,13 @@ def create_app(settings: Settings, access: Access) -> Starlette:
         Route("/leaderboard", board, methods=["GET", "HEAD"]),
         Route("/leaderboard.json", board, methods=["GET", "HEAD"]),
         Route("/static/{name}", static_file, methods=["GET", "HEAD"]),
+        Route(HEALTH_PATH, health, methods=["GET", "HEAD"]),
     ]
 
     async def guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         if len(request.scope.get("query_string", b"")) > MAX_QUERY_BYTES:
             response = error(request, 414, f"the query string is longer than {MAX_QUERY_BYTES} bytes")
-        elif not access.allows(request.headers.get("authorization")):
+        elif request.url.path != HEALTH_PATH and not access.allows(request.headers.get("authorization")):
             response = error(request, 401, "sign in: " + access.describe())
         else:
             response = await call_next(request)
