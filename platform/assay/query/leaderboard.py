@@ -263,7 +263,10 @@ def _p_matrix(con: duckdb.DuckDBPyConnection, source: str | None, ranked: list[d
     return p
 
 
-def _distinct(dataset: str, column: str, where: str, params: dict[str, Any], settings: Settings | None) -> list[str]:
+def _distinct(dataset: str, expression: str, where: str, params: dict[str, Any], settings: Settings | None
+              ) -> list[str]:
+    """The distinct non-null values of ``expression`` (a quoted column or an expression from Assay's
+    code, never a user's) over a dataset's stored correlations matching ``where``."""
     settings = settings or load_settings()
     ref = DatasetRef.parse(dataset)
     with duckdb.connect() as con:
@@ -271,12 +274,28 @@ def _distinct(dataset: str, column: str, where: str, params: dict[str, Any], set
         if source is None:
             return []
         return [value for (value,) in con.execute(
-            f'SELECT DISTINCT "{column}" FROM {source} WHERE {where} ORDER BY 1', params).fetchall()]
+            f"SELECT DISTINCT {expression} AS v FROM {source} WHERE ({where}) AND v IS NOT NULL ORDER BY 1",
+            params).fetchall()]
+
+
+def available_levels(dataset: str, settings: Settings | None = None) -> list[str]:
+    """The levels a dataset has correlations at."""
+    return _distinct(dataset, "level", "TRUE", {}, settings)
+
+
+def available_statistics(dataset: str, level: str, settings: Settings | None = None) -> list[str]:
+    """The statistics with correlations for a dataset at a level."""
+    return _distinct(dataset, "statistic", "level = $level", {"level": level}, settings)
+
+
+def available_sides(dataset: str, level: str, settings: Settings | None = None) -> list[str]:
+    """The labels of the side evaluations of a dataset at a level (:mod:`assay.results.headline`)."""
+    return _distinct(dataset, f"({SIDE_SQL})", "level = $level", {"level": level}, settings)
 
 
 def available_groups(dataset: str, level: str, settings: Settings | None = None) -> list[str]:
     """The groups that have correlations for a dataset at a level (``all`` first when present)."""
-    found = _distinct(dataset, "group", "level = $level", {"level": level}, settings)
+    found = _distinct(dataset, '"group"', "level = $level", {"level": level}, settings)
     return sorted(found, key=lambda g: (g != "all", g))
 
 

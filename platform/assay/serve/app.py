@@ -48,10 +48,10 @@ from starlette.routing import Route
 from assay.config import Settings
 from assay.errors import AssayError, NotFoundError
 from assay.provenance import code_version
-from assay.query.leaderboard import LeaderboardQuery
+from assay.query.leaderboard import LeaderboardQuery, leaderboard
 from assay.results.correlations import MEAN_GROUP, counted
 from assay.serve.access import Access
-from assay.serve.views import choices, leaderboard_rows, overview
+from assay.serve.views import choices, overview
 
 __all__ = ["HEALTH_PATH", "MAX_PARAMETER_CHARS", "MAX_QUERY_BYTES", "create_app", "startup_line"]
 
@@ -146,7 +146,7 @@ def create_app(settings: Settings, access: Access) -> Starlette:
         query = LeaderboardQuery(dataset, level, _parameter(request, "stat"), _parameter(request, "group", MEAN_GROUP)
                                  or MEAN_GROUP, _parameter(request, "aspect"), protocol=_parameter(request, "protocol"),
                                  side=_parameter(request, "side")).resolved()
-        rows = leaderboard_rows(settings, query)
+        rows = leaderboard(query, settings)
         if _wants_json(request):
             return _json(rows)
         assert query.level is not None

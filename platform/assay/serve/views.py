@@ -1,5 +1,5 @@
 """What the served pages show, as plain data: the overview of every evaluated dataset and a
-leaderboard with its filter choices. The pages and their JSON twins render these; the numbers are
+leaderboard's filter choices. The pages and their JSON twins render these; a leaderboard's rows are
 :func:`assay.query.leaderboard.leaderboard`'s, the same function ``assay leaderboard --json`` prints,
 so the web and the CLI cannot disagree.
 
@@ -17,13 +17,21 @@ import duckdb
 
 from assay.config import Settings
 from assay.errors import NotFoundError
-from assay.query.leaderboard import LeaderboardQuery, available_aspects, available_groups, leaderboard
+from assay.query.leaderboard import (
+    LeaderboardQuery,
+    available_aspects,
+    available_groups,
+    available_levels,
+    available_sides,
+    available_statistics,
+    leaderboard,
+)
 from assay.results import correlations
 from assay.results.correlations import MEAN_GROUP
 from assay.results.headline import SIDE_SQL
 from assay.stats.levels import STATISTIC_ORDER
 
-__all__ = ["LEADERS_SHOWN", "Choices", "OverviewCell", "choices", "leaderboard_rows", "overview"]
+__all__ = ["LEADERS_SHOWN", "Choices", "OverviewCell", "choices", "overview"]
 
 LEADERS_SHOWN = 3
 """How many leaders the overview shows per dataset and level."""
@@ -101,26 +109,11 @@ class Choices:
 
 def choices(settings: Settings, dataset: str, level: str, group: str) -> Choices:
     """The filter choices of a dataset's leaderboard at ``level`` (its stored values, headline and side)."""
-    name = dataset.split("@", 1)[0]
-    with duckdb.connect() as con:
-        source = correlations.sql_source(con, settings, name)
-        if source is None:
-            raise NotFoundError(f"no evaluations of {name} yet; run `assay evaluate --dataset {name}`")
-
-        def distinct(expression: str, where: str = "TRUE", params: dict[str, Any] | None = None) -> list[str]:
-            return [str(v) for (v,) in con.execute(
-                f"SELECT DISTINCT {expression} AS v FROM {source} WHERE {where} AND v IS NOT NULL ORDER BY 1",
-                params or {}).fetchall()]
-
-        levels = distinct("level")
-        statistics = distinct("statistic", "level = $level", {"level": level})
-        sides = distinct(f"({SIDE_SQL})", "level = $level", {"level": level})
+    levels = available_levels(dataset, settings)
+    if not levels:
+        name = dataset.split("@", 1)[0]
+        raise NotFoundError(f"no evaluations of {name} yet; run `assay evaluate --dataset {name}`")
     order = {s: i for i, s in enumerate(STATISTIC_ORDER)}
-    statistics.sort(key=lambda s: (order.get(s, len(order)), s))
+    statistics = sorted(available_statistics(dataset, level, settings), key=lambda s: (order.get(s, len(order)), s))
     return Choices(levels, statistics, available_groups(dataset, level, settings),
-                   available_aspects(dataset, level, group, settings), sides)
-
-
-def leaderboard_rows(settings: Settings, query: LeaderboardQuery) -> list[dict[str, Any]]:
-    """The leaderboard of ``query``: exactly ``assay leaderboard --json``'s rows."""
-    return leaderboard(query, settings)
+                   available_aspects(dataset, level, group, settings), available_sides(dataset, level, settings))
