@@ -45,10 +45,11 @@ def list_command(as_json: bool) -> None:
 @click.argument("ref")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def show_command(ref: str, as_json: bool) -> None:
-    """One checkpoint (NAME or digest prefix) in full: lineage, heads, validation curve, ancestors."""
-    from assay.checkpoints.registry import describe
+    """One checkpoint (NAME or digest prefix) in full: lineage, heads, validation curve, ancestors,
+    its nightly history, recorded regressions and error analyses against its parent."""
+    from assay.checkpoints.record import checkpoint_record
 
-    info = describe(load_settings(), ref)
+    info = checkpoint_record(load_settings(), ref)
     if as_json:
         emit_json(info)
         return
@@ -83,6 +84,13 @@ def _print_description(info: dict[str, Any]) -> None:
     for ancestor in info["ancestors"]:
         click.echo(f"  ancestor    {ancestor['name']} ({short(ancestor['digest'])}, {ancestor['operation']})")
     click.echo(f"  code        {info['code_version']}")
+    nights = {(p["suite"], p["label"]) for p in info["nightly"]}
+    click.echo(f"  nightly     {len(info['nightly'])} correlation(s) from {len(nights)} suite dataset(s); "
+               f"{len(info['regressions'])} regression(s) recorded (in --json)")
+    for run in info["error_analysis"]:
+        changed = [f"{c['cell']} {c['verdict']}" for c in run["cells"] if c["verdict"] not in (None, "unchanged")]
+        click.echo(f"  errors      {run['dataset']}@{run['version_number']} by {run['by']} against "
+                   f"{run['parent_signature']}: {', '.join(changed) or 'no cell changed'}")
 
 
 def _num(value: Any) -> str:

@@ -9,8 +9,9 @@ from typing import Any
 
 import click
 
+from assay.catalog.version_detail import describe_version, version_fact_lines, version_summary
 from assay.cli.options import parse_options
-from assay.cli.output import emit_json, print_catalog_table, version_fact_lines, version_facts, version_summary
+from assay.cli.output import emit_json, print_catalog_table
 from assay.provenance import short
 
 
@@ -112,37 +113,16 @@ def show_command(ref: str, as_json: bool) -> None:
     """One dataset version: digest, source files with sha256, row counts, systems, warnings, and what
     its format recorded about the human scores and references (weighting scheme, reference system,
     primary human score, human systems)."""
-    from assay.catalog.dataset_versions import resolve
-    from assay.catalog.engine import session_scope
     from assay.config import load_settings
-    from assay.datasets.rater_agreement import rater_agreement
 
-    with session_scope() as session:
-        version = resolve(session, ref)
-        detail = version_summary(version)
-        detail["rater_agreement"] = rater_agreement(load_settings(), version.store_path)
-        detail.update(version_facts(version.info))
-        fact_lines = version_fact_lines(version.info)
-        detail.update(
-            store_path=version.store_path,
-            code_version=version.code_version,
-            source_files=version.source_files,
-            row_counts=version.row_counts,
-            warnings=version.warnings,
-            info=version.info,
-            systems=[{"group": s.group, "name": s.name, "is_human": s.is_human,
-                      "segment_judgments": s.segment_judgments, "system_judgments": s.system_judgments,
-                      "outputs": s.outputs} for s in version.systems],
-            versions=[{"version_number": v.number, "version_digest": v.digest, "created_at": v.created_at.isoformat()}
-                      for v in version.dataset.versions],
-        )
+    detail = describe_version(load_settings(), ref)
     if as_json:
         emit_json(detail)
         return
     click.echo(f"{detail['label']}  digest {detail['version_digest']}")
     click.echo(f"  format {detail['format']}, ingested {detail['created_at']} by {detail['code_version']}")
     click.echo(f"  source {detail['source_path']}")
-    for line in fact_lines:
+    for line in version_fact_lines(detail["info"]):
         click.echo(f"  {line}")
     click.echo("  rows: " + ", ".join(f"{k} {v:,}" for k, v in detail["row_counts"].items()))
     groups = sorted({s["group"] for s in detail["systems"]})

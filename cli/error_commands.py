@@ -29,11 +29,12 @@ INDENT = "    "
 @click.command("errors")
 @click.option("--dataset", required=True, metavar="NAME[@VERSION]",
               help="A dataset version with error spans: MQM or ESA (latest unless pinned).")
-@click.option("--metric", required=True, help="Metric name or signature scored on the dataset.")
+@click.option("--metric", help="Metric name or signature scored on the dataset (required unless --matrix).")
 @click.option("--against", "parent", metavar="METRIC",
               help="A parent checkpoint's metric name or signature: which error cells got better or worse.")
-@click.option("--by", "level", type=click.Choice(["category", "category+severity"]), default="category",
-              show_default=True, help="Error cells: category paths, or category and severity.")
+@click.option("--by", "level", type=click.Choice(["category", "category+severity"]), default=None,
+              help="Error cells: category paths, or category and severity [default: category; with --matrix, "
+                   "the level the most metrics were analysed at].")
 @click.option("--resamples", type=int, default=1000, show_default=True, help="Bootstrap resamples of the items.")
 @click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True)
 @click.option("--top", type=int, default=10, show_default=True,
@@ -46,13 +47,22 @@ INDENT = "    "
 @click.option("--min-human-gap", type=float, default=None, metavar="POINTS",
               help="Points of the human score that make a clear human preference (default: one minor error on "
                    "its scale: 1 for MQM, 10 for ESA's 0-100).")
+@click.option("--matrix", is_flag=True,
+              help="Show the stored analyses of every metric as one matrix of error cells x metrics (one --by, "
+                   "each metric's newest run); nothing is computed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole analysis (or the item) as JSON.")
-def errors_command(dataset: str, metric: str, parent: str | None, level: str, resamples: int, seed: int, top: int,
-                   item: str | None, include_human: bool | None, min_human_gap: float | None, as_json: bool) -> None:
+def errors_command(dataset: str, metric: str | None, parent: str | None, level: str | None, resamples: int, seed: int,
+                   top: int, item: str | None, include_human: bool | None, min_human_gap: float | None, matrix: bool,
+                   as_json: bool) -> None:
     """What a metric misses: per error category, how much the metric's score drops for an error
     against how much the humans' drops (with bootstrap intervals over source segments), the blind
     spots ranked where the humans clearly penalise the error, and the items the metric ranks most
     unlike the raters, with their error spans on the output and on the source, and the reference."""
+    if matrix:
+        _print_matrix(dataset, level, as_json)
+        return
+    if metric is None:
+        raise click.UsageError("--metric is required (or --matrix, to show the stored analyses)")
     if item is not None:
         from assay.jobs.error_analysis import show_item
 
@@ -64,8 +74,8 @@ def errors_command(dataset: str, metric: str, parent: str | None, level: str, re
         return
     from assay.jobs.error_analysis import analyse_errors
 
-    result = analyse_errors(dataset, metric, parent=parent, level=level, n_resamples=resamples, seed=seed, top=top,
-                            include_human=include_human, min_human_gap=min_human_gap)
+    result = analyse_errors(dataset, metric, parent=parent, level=level or "category", n_resamples=resamples,
+                            seed=seed, top=top, include_human=include_human, min_human_gap=min_human_gap)
     if as_json:
         emit_json(result)
         return
@@ -78,6 +88,38 @@ def errors_command(dataset: str, metric: str, parent: str | None, level: str, re
         click.echo(f"against {result['parent_signature']}: "
                    + (", ".join(f"{c['name']} {c['verdict']}" for c in changed) if changed else "no cell changed"))
     print_disagreements(result["disagreements"], result["metric"])
+
+
+def _print_matrix(dataset: str, level: str | None, as_json: bool) -> None:
+    """The stored analyses of ``dataset`` as one matrix (:func:`assay.query.error_matrix.error_matrix`)."""
+    from assay.config import load_settings
+    from assay.query.error_matrix import error_matrix
+
+    found = error_matrix(load_settings(), dataset, level)
+    if as_json:
+        emit_json(found)
+        return
+    click.echo(f"{found['label']} ({found['aspect']}): blind-spot ratio per error {found['by']} (metric drop / "
+               "human drop, standardised; * ranked blind spot; +/- better/worse than the parent checkpoint)")
+    names = {m["signature"]: f"m{k}" for k, m in enumerate(found["metrics"], start=1)}
+    rows = []
+    for cell in found["cells"]:
+        row = {"cell": cell["cell"], "outputs": cell["outputs"], "humans": estimate_text(
+            {"value": cell["human_drop"], "low": cell["human_drop_low"], "high": cell["human_drop_high"]})}
+        for signature, short_name in names.items():
+            found_row = cell["metrics"].get(signature)
+            ratio = None if found_row is None else found_row["ratio"]
+            marks = "" if found_row is None else ("*" if found_row["blind_spot_rank"] is not None else "") + {
+                "improved": "+", "worse": "-"}.get(found_row["verdict"] or "", "")
+            row[short_name] = "-" if ratio is None else f"{ratio:.2f}{marks}"
+        rows.append(row)
+    print_rows(rows, ["cell", "outputs", "humans", *names.values()])
+    for m in found["metrics"]:
+        against = f" against {m['parent_signature']}" if m["parent_signature"] else ""
+        stale = " (its --against verdicts superseded by a newer analysis)" if m["superseded"] else ""
+        click.echo(f"{names[m['signature']]}  {m['signature']}  run {m['run_id']}{against}{stale}")
+    if found["elsewhere"]:
+        click.echo(f"analysed at another --by only: {', '.join(found['elsewhere'])}")
 
 
 def print_sensitivity(report: Mapping[str, Any]) -> None:

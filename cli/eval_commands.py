@@ -187,6 +187,50 @@ def _degenerate_notes(rows: list[dict[str, Any]]) -> None:
             click.echo(f"  degenerate, not ranked: {row['metric']} {row['statistic']} ({row['group']}): {reason}")
 
 
+@click.command("compare")
+@click.argument("first")
+@click.argument("second")
+@click.option("--dataset", required=True, metavar="NAME[@VERSION]")
+@click.option("--level", type=click.Choice(["seg", "sys", "avg"]), default=None,
+              help="[default: as `assay leaderboard`: avg with --protocol wmt23/wmt24, else seg]")
+@click.option("--stat", "statistic", default=None, help=f"[default: as `assay leaderboard`] {STAT_HELP}.")
+@click.option("--protocol", help="Only rows evaluated under this protocol.")
+@click.option("--aspect", help="Aspect (e.g. WebNLG fluency); default: every aspect.")
+@click.option("--side", metavar="LABEL", help="A side evaluation by its label (as `assay leaderboard --side`).")
+@click.option("--json", "as_json", is_flag=True)
+def compare_command(first: str, second: str, dataset: str, level: str | None, statistic: str | None,
+                    protocol: str | None, aspect: str | None, side: str | None, as_json: bool) -> None:
+    """Compare FIRST with SECOND (metric names, signatures or checkpoint names) in every group: both
+    values, the difference, and the paired significance test the evaluation stored (one-sided p that
+    the better one truly correlates better)."""
+    from assay.config import load_settings
+    from assay.query.compare import compare
+    from assay.query.leaderboard import LeaderboardQuery
+
+    query = LeaderboardQuery(dataset, level, statistic, aspect=aspect, protocol=protocol, side=side)
+    result = compare(query, first, second, load_settings())
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(f"{result['dataset']}  level {result['level']}  {result['statistic']}"
+               + (f"  side evaluation: {side}" if side else "") + f"  first = {first}, second = {second}")
+    rows = []
+    for g in result["groups"]:
+        rows.append({"group": g["group"], "first": _value_text(g["first"]["value"]),
+                     "second": _value_text(g["second"]["value"]),
+                     "difference": "" if g["difference"] is None else f"{g['difference']:+.4f}",
+                     "p": "" if g["p_value"] is None else f"{g['p_value']:.3g}", "test": g["test"] or "",
+                     "significant": {True: "yes", False: "no", None: ""}[g["significant"]]})
+    print_rows(rows, ["group", "first", "second", "difference", "p", "test", "significant"])
+    for g in result["groups"]:
+        if g["note"]:
+            click.echo(f"  {g['group']}: {g['note']}")
+
+
+def _value_text(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
 @click.command("rerun")
 @click.argument("run_id")
 @click.option("--json", "as_json", is_flag=True)
@@ -242,4 +286,5 @@ def register(cli: click.Group) -> None:
     cli.add_command(select_command)
     cli.add_command(evaluate_command)
     cli.add_command(leaderboard_command)
+    cli.add_command(compare_command)
     cli.add_command(rerun_command)

@@ -22,7 +22,8 @@ from assay.errors import AssayError, UsageError
               help="Bootstrap/permutation resamples.")
 def run_command(data_dir: Path | None, report_dir: Path | None, no_system_level: bool, resamples: int) -> None:
     """Ingest, score, evaluate, print the leaderboards and write the report."""
-    from assay.cli.output import print_catalog_table, print_rows, version_summary
+    from assay.catalog.version_detail import version_summary
+    from assay.cli.output import print_catalog_table, print_rows
     from assay.cli.runner import run_main_job
     from assay.fixtures import fixtures_dir
     from assay.jobs.ingest import discover

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from assay.catalog.version_detail import version_fact_lines
 from assay.cli.main import cli
-from assay.cli.output import version_fact_lines
 from assay.jobs.ingest import ingest_path
 
 #: the weighting MTME's score_mqm.py applies by default (docs/STORAGE.md, MQM versions)

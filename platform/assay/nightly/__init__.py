@@ -3,6 +3,7 @@
 - ``suites``: named, versioned evaluation suites (dataset versions, levels, statistics);
 - ``ledger``: the exactly-once ledger of (checkpoint digest, dataset version, suite signature);
 - ``regressions``: a checkpoint significantly worse than the team's best;
+- ``history``: a checkpoint's correlations night by night, as the completed evaluations stored them;
 - ``blindness``: a checkpoint significantly blinder than the team's best to an error the raters
   penalise;
 - ``status``: where every nightly evaluation stands (owed, pending, running, crashed, failed,
@@ -13,4 +14,4 @@
 import ledger`` loads that module alone.
 """
 
-__all__ = ["blindness", "defaults", "ledger", "regressions", "status", "suites", "watched_folders"]
+__all__ = ["blindness", "defaults", "history", "ledger", "regressions", "status", "suites", "watched_folders"]

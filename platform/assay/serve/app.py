@@ -8,7 +8,17 @@ whose numbers are the CLI's ``--json``:
 * ``/health``: ``ok``, without sign-in, for probes;
 * ``/leaderboard`` (``/leaderboard.json``): one leaderboard, with filters for dataset, version,
   level, statistic, group, aspect and evaluation (the headline or one side evaluation), sortable
-  columns, each number's signature on hover, and a permalink that pins the dataset version.
+  columns, each number's signature on hover, and a permalink that pins the dataset version;
+* ``/compare`` (``/compare.json``): two metrics or checkpoints in every group, with the stored paired
+  test (:func:`assay.query.compare.compare`, ``assay compare --json``);
+* ``/checkpoint`` (``/checkpoint.json``): one checkpoint's lineage, nightly history (a plot with the
+  recorded regressions marked) and error analyses against its parent
+  (:func:`assay.checkpoints.record.checkpoint_record`, ``assay checkpoints show --json``);
+* ``/dataset`` (``/dataset.json``): one dataset version's sources with sha256, warnings, systems,
+  rater agreement and recorded facts (:func:`assay.catalog.version_detail.describe_version`,
+  ``assay datasets show --json``);
+* ``/errors`` (``/errors.json``): an MQM or ESA dataset's error matrix and worst disagreements with
+  the raters' spans (:func:`assay.query.error_matrix.error_matrix`, ``assay errors --matrix --json``).
 
 Why Starlette with Jinja2: both are already installed with Prefect (no new dependency), the app is
 a few GET routes over Assay's own read functions (:mod:`assay.query.leaderboard`), so the numbers
@@ -37,6 +47,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -45,13 +56,19 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
+from assay.catalog.version_detail import describe_version, version_fact_lines
+from assay.checkpoints.record import checkpoint_record
 from assay.config import Settings
 from assay.errors import AssayError, NotFoundError
 from assay.provenance import code_version
+from assay.query.compare import compare
+from assay.query.error_matrix import error_matrix
 from assay.query.leaderboard import LeaderboardQuery, leaderboard
+from assay.report.spans import error_label, highlight
 from assay.results.correlations import MEAN_GROUP, counted
+from assay.serve import links
 from assay.serve.access import Access
-from assay.serve.views import choices, overview
+from assay.serve.views import choices, heat_class, history_chart, overview, report_css
 
 __all__ = ["HEALTH_PATH", "MAX_PARAMETER_CHARS", "MAX_QUERY_BYTES", "create_app", "startup_line"]
 
@@ -64,6 +81,7 @@ HEALTH_PATH = "/health"
 """The one route that answers without sign-in (``ok``), for probes."""
 _STATIC = {"sort.js": "text/javascript; charset=utf-8", "assay.css": "text/css; charset=utf-8",
            "favicon.svg": "image/svg+xml"}
+BY_LEVELS = ("category", "category+severity")
 _HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
                                "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
@@ -79,6 +97,13 @@ log = logging.getLogger("assay.serve")
 
 def _fmt(value: float | None) -> str:
     return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.4f}"
+
+
+def _marked(text: str | None, errors: list[dict[str, Any]], side: str = "target") -> tuple[Markup, list[Any]]:
+    """:func:`assay.report.spans.highlight` for a template: its HTML (every piece of text already
+    escaped there) marked safe, and the errors without a span."""
+    html, unplaced = highlight(text or "", errors, side=side)
+    return Markup(html), list(unplaced)  # highlight() escapes every piece of text itself
 
 
 def _wants_json(request: Request) -> bool:
@@ -105,9 +130,12 @@ def _parameter(request: Request, name: str, default: str | None = None) -> str |
 def create_app(settings: Settings, access: Access) -> Starlette:
     """The app over ``settings``' catalog and stores, behind ``access``."""
     templates = Environment(loader=PackageLoader("assay.serve", "templates"), autoescape=select_autoescape(["html"]))
-    templates.globals.update(fmt=_fmt, counted=counted, code_version=code_version())
+    templates.globals.update(fmt=_fmt, counted=counted, code_version=code_version(), links=links,
+                             heat_class=heat_class, highlight=_marked, error_label=error_label)
     static = {name: (resources.files("assay.serve").joinpath("static", name).read_bytes(), kind)
               for name, kind in _STATIC.items()}
+    # the report's stylesheet (charts, heat maps, error spans): one home for how they look
+    static["report.css"] = (report_css().encode(), "text/css; charset=utf-8")
 
     def page(request: Request, template: str, json_payload: Any, **context: Any) -> Response:
         if _wants_json(request):
@@ -161,6 +189,40 @@ def create_app(settings: Settings, access: Access) -> Starlette:
                     permalink="/leaderboard?" + urlencode(pinned),
                     degenerate=[r for r in rows if r.get("degenerate")])
 
+    def required(request: Request, name: str, what: str) -> str:
+        value = _parameter(request, name)
+        if value is None:
+            raise HTTPException(400, f"parameter {name!r} is required ({what})")
+        return value
+
+    async def compare_page(request: Request) -> Response:
+        dataset = required(request, "dataset", "NAME or NAME@VERSION")
+        first, second = required(request, "first", "a metric, signature or checkpoint"), required(
+            request, "second", "a metric, signature or checkpoint")
+        level = _parameter(request, "level")
+        if level is not None and level not in LEVELS:
+            raise HTTPException(400, f"level {level!r} is not one of {', '.join(LEVELS)}")
+        query = LeaderboardQuery(dataset, level, _parameter(request, "stat"), aspect=_parameter(request, "aspect"),
+                                 protocol=_parameter(request, "protocol"), side=_parameter(request, "side"))
+        result = compare(query, first, second, settings)
+        return page(request, "compare.html", result, result=result)
+
+    async def checkpoint_page(request: Request) -> Response:
+        record = checkpoint_record(settings, required(request, "ref", "a checkpoint's name or digest prefix"))
+        return page(request, "checkpoint.html", record, record=record, chart=Markup(history_chart(record)))
+
+    async def dataset_page(request: Request) -> Response:
+        detail = describe_version(settings, required(request, "ref", "NAME or NAME@VERSION"))
+        return page(request, "dataset.html", detail, detail=detail, fact_lines=version_fact_lines(detail["info"]))
+
+    async def errors_page(request: Request) -> Response:
+        dataset = required(request, "dataset", "an MQM or ESA dataset, NAME or NAME@VERSION")
+        by = _parameter(request, "by")
+        if by is not None and by not in BY_LEVELS:
+            raise HTTPException(400, f"by {by!r} is not one of {', '.join(BY_LEVELS)}")
+        matrix = error_matrix(settings, dataset, by)
+        return page(request, "errors.html", matrix, matrix=matrix)
+
     async def health(request: Request) -> Response:
         """For a load balancer or a Kubernetes probe: answers without sign-in and says nothing else."""
         return Response("ok\n", media_type="text/plain")
@@ -188,6 +250,14 @@ def create_app(settings: Settings, access: Access) -> Starlette:
         Route("/index.json", home, methods=["GET", "HEAD"]),
         Route("/leaderboard", board, methods=["GET", "HEAD"]),
         Route("/leaderboard.json", board, methods=["GET", "HEAD"]),
+        Route("/compare", compare_page, methods=["GET", "HEAD"]),
+        Route("/compare.json", compare_page, methods=["GET", "HEAD"]),
+        Route("/checkpoint", checkpoint_page, methods=["GET", "HEAD"]),
+        Route("/checkpoint.json", checkpoint_page, methods=["GET", "HEAD"]),
+        Route("/dataset", dataset_page, methods=["GET", "HEAD"]),
+        Route("/dataset.json", dataset_page, methods=["GET", "HEAD"]),
+        Route("/errors", errors_page, methods=["GET", "HEAD"]),
+        Route("/errors.json", errors_page, methods=["GET", "HEAD"]),
         Route("/static/{name}", static_file, methods=["GET", "HEAD"]),
         Route(HEALTH_PATH, health, methods=["GET", "HEAD"]),
     ]

@@ -27,11 +27,12 @@ from assay.query.leaderboard import (
     leaderboard,
 )
 from assay.results import correlations
-from assay.results.correlations import MEAN_GROUP
+from assay.results.correlations import MEAN_GROUP, counted
 from assay.results.headline import SIDE_SQL
 from assay.stats.levels import STATISTIC_ORDER
 
-__all__ = ["LEADERS_SHOWN", "Choices", "OverviewCell", "choices", "overview"]
+__all__ = ["HEAT_STEPS", "LEADERS_SHOWN", "Choices", "OverviewCell", "choices", "heat_class", "history_chart",
+           "overview", "report_css"]
 
 LEADERS_SHOWN = 3
 """How many leaders the overview shows per dataset and level."""
@@ -117,3 +118,63 @@ def choices(settings: Settings, dataset: str, level: str, group: str) -> Choices
     statistics = sorted(available_statistics(dataset, level, settings), key=lambda s: (order.get(s, len(order)), s))
     return Choices(levels, statistics, available_groups(dataset, level, settings),
                    available_aspects(dataset, level, group, settings), available_sides(dataset, level, settings))
+
+
+def report_css() -> str:
+    """The report's stylesheet (:mod:`assay.report.stylesheet`), served as ``/static/report.css``."""
+    from assay.report.stylesheet import CSS
+
+    return CSS
+
+
+HEAT_STEPS = 10
+"""The heat map's colour steps: a blind-spot ratio from 0 (red) to 1 or more (green), in tenths.
+The report colours continuously with an inline style, which the app's Content-Security-Policy
+forbids; the app uses one class per step (``heat-0`` .. ``heat-10`` in ``assay.css``)."""
+
+
+def heat_class(ratio: float | None, penalised: bool) -> str:
+    """The CSS class of a heat-map cell (``ns``: the humans do not clearly penalise the error, or no ratio)."""
+    if ratio is None or not penalised:
+        return "heat ns"
+    return f"heat heat-{round(HEAT_STEPS * min(max(ratio, 0.0), 1.0))}"
+
+
+def history_chart(record: dict[str, Any]) -> str:
+    """A checkpoint's nightly history (:func:`assay.checkpoints.record.checkpoint_record`) as one SVG
+    line chart per (suite, dataset version, level, statistic, group, aspect), the mean over groups
+    where an evaluation has one, with the recorded regressions as hollow diamonds; "" without history."""
+    from datetime import datetime
+
+    from assay.report.charts import Marker, Point, Series, line_chart
+    from assay.results.correlations import mean_else_each_group
+
+    points = mean_else_each_group(record["nightly"], ("suite", "label", "level", "statistic", "aspect"))
+    if not points:
+        return ""
+    regressions = {(r["suite_signature"], r["dataset"], r["level"], r["group"], r["aspect"], r["statistic"]): r
+                   for r in record["regressions"]}
+    charts: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for p in points:
+        charts.setdefault((p["suite"], p["label"], p["level"], p["statistic"], p["group"], p["aspect"]), []).append(p)
+    out: list[str] = []
+    for (suite, label, level, statistic, group, aspect), found in sorted(charts.items()):
+        times = [datetime.fromisoformat(p["finished_at"]) for p in found]
+        start = min(times)
+        xs = [(t - start).total_seconds() / 86400.0 for t in times]
+        series = Series(record["name"], "#0969da", [Point(x, p["value"], (
+            f"{p['finished_at'][:16].replace('T', ' ')} UTC · {statistic} = {p['value']:.4f} · n = "
+            f"{counted(p['n'], p['unit'])}\nsignature: {p['signature']}\nrun: {p['run_id']}"))
+            for x, p in zip(xs, found, strict=True)])
+        markers = []
+        for x, p in zip(xs, found, strict=True):
+            hit = regressions.get((p["suite_signature"], label, level, group, aspect, statistic))
+            if hit is not None:
+                markers.append(Marker(x, p["value"], "regression", (
+                    f"regression: {p['value']:.4f} vs the best, {hit['baseline'] or hit['baseline_digest'][:12]} "
+                    f"{hit['baseline_value']:.4f}; p = {hit['p_value']:.3g} ({hit['test']})"), below=True))
+        heading = f"{label} · {level} · {statistic} · {group} ({aspect}) · suite {suite}"
+        out.append(line_chart([series], x_label=f"days since {found[0]['finished_at'][:10]}", y_label=statistic,
+                              heading=heading, css_class="chart-nightly", element_id=f"nightly-{len(out)}",
+                              tooltip=heading, markers=markers, width=600, height=300))
+    return "".join(out)

@@ -1,7 +1,7 @@
 """Section: what metrics miss on MQM data, from ``assay errors`` (:mod:`assay.results.error_analysis`).
 
-For each MQM dataset the newest analysed version is shown, with, per metric signature, its newest
-``assay errors`` run:
+For each MQM dataset, its error matrix (:func:`assay.query.error_matrix.error_matrix`: the newest
+analysed version, one error level, each metric's newest run at it, no stale verdicts):
 
 * a **heat map** of error cells (rows) x metrics (columns). A cell is the blind-spot ratio, the
   metric's standardised drop per error over the humans' (:mod:`assay.mqm.sensitivity`, after the
@@ -16,41 +16,20 @@ For each MQM dataset the newest analysed version is shown, with, per metric sign
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable
-from datetime import UTC, datetime
 from typing import Any
 
 from assay.config import Settings
-from assay.datasets.names import VersionRef
+from assay.query.error_matrix import error_matrix, order_cells
 from assay.report.context import ReportContext, signed
 from assay.report.sections import Section, empty, legend
 from assay.report.spans import error_label, highlight
 from assay.report.svg import esc
 from assay.results import error_analysis
-from assay.results.newest_run import newest_run_rows
 
 SECTION_ID = "sec-errors"
 TITLE = "What metrics miss: MQM error analysis"
 DISAGREEMENTS_SHOWN = 5  # per metric; `assay errors --top` stores more
-LEVEL_ORDER = ("category", "category+severity")
-EPOCH = datetime.fromtimestamp(0, UTC)
 VERDICT_MARKS = {"improved": "↑", "worse": "↓"}
-
-
-def newest_analyses(rows: Iterable[dict[str, Any]], key: tuple[str, ...],
-                run_times: dict[str, datetime] | None = None) -> list[dict[str, Any]]:
-    """The rows of the newest run per ``key`` (columns), on the newest analysed version of each dataset.
-
-    A run's time is its rows' ``created_at``, or ``run_times[run_id]`` for a store without one (the
-    disagreements, written by the same run as the sensitivity rows)."""
-    rows = list(rows)
-    newest_version: dict[str, int] = {}
-    for row in rows:
-        newest_version[row["dataset"]] = max(newest_version.get(row["dataset"], 0), row["version_number"])
-    current = [r for r in rows if r["version_number"] == newest_version[r["dataset"]]]
-    when = (lambda r: run_times.get(r["run_id"], EPOCH)) if run_times is not None else None
-    return newest_run_rows(current, key, when)
 
 
 def analysed_signatures(settings: Settings) -> list[str]:
@@ -112,28 +91,13 @@ def _heat_cell(ctx: ReportContext, row: dict[str, Any] | None) -> str:
             f"{esc(signed(ratio, 2))}{marks}</td>")
 
 
-def _order_cells(rows: list[dict[str, Any]]) -> list[str]:
-    """Cells the humans penalise first, by mean blind-spot ratio over metrics (the most missed first)."""
-    by_cell: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        by_cell.setdefault(row["cell"], []).append(row)
-
-    def key(cell: str) -> tuple[bool, float, str]:
-        found = by_cell[cell]
-        ratios = [r["ratio"] for r in found if r["ratio"] is not None]
-        penalised = any(r["human_penalises"] for r in found)
-        return (not penalised, sum(ratios) / len(ratios) if ratios else float("inf"), cell)
-
-    return sorted(by_cell, key=key)
-
-
 def _heat_map(ctx: ReportContext, dataset: str, level: str, rows: list[dict[str, Any]]) -> str:
     signatures = ctx.palette.order({r["signature"] for r in rows})
     at = {(r["cell"], r["signature"]): r for r in rows}
     head = "".join(f'<th title="{esc(s)}"><i class="swatch" style="background:{ctx.palette.colour(s)}"></i>'
                    f"{esc(ctx.palette.label(s))}{ctx.notes.marker(ctx.notes.signature(s))}</th>" for s in signatures)
     body = []
-    for cell in _order_cells(rows):
+    for cell in order_cells(rows):
         found = [at[(cell, s)] for s in signatures if (cell, s) in at]
         yardstick = max(found, key=lambda r: r["outputs"])
         human = (f'<td title="{esc("humans: MQM points per error, 95% CI " + _interval(yardstick, "human_drop"))}">'
@@ -160,7 +124,7 @@ def _errors_list(errors: list[dict[str, Any]]) -> str:
 
 
 def _output_cell(row: dict[str, Any], side: str) -> str:
-    errors = json.loads(row[f"{side}_errors"])
+    errors = row[f"{side}_errors"]
     marked, unplaced = highlight(row[f"{side}_candidate"], errors)
     others = unplaced + [e for e in errors if e.get("side") == "source"]
     scores = (f"{esc(row[f'{side}_system'])} · MQM {signed(row[f'{side}_human'], 2)} · metric "
@@ -173,7 +137,7 @@ def _source_cell(row: dict[str, Any]) -> str:
     """The source with the source-side spans of both outputs (omissions: the words left out), each
     labelled with its output's system, and the references below it."""
     errors = [{**e, "system": row[f"{side}_system"]} for side in ("preferred", "other")
-              for e in json.loads(row[f"{side}_errors"]) if e.get("side") == "source"]
+              for e in row[f"{side}_errors"] if e.get("side") == "source"]
     marked, _ = highlight(row["source"] or "", errors, side="source")
     more = (row.get("reversed_in_item") or 1) - 1
     who = f"item {esc(row['item'])}" + (f" · {more} more reversed pair{'s' * (more > 1)}" if more else "")
@@ -212,12 +176,8 @@ def _disagreements(ctx: ReportContext, rows: list[dict[str, Any]], runs: dict[st
 
 
 def render(ctx: ReportContext) -> Section:
-    stored = error_analysis.SENSITIVITY.read(ctx.settings).to_pylist()
-    cells = newest_analyses(stored, ("dataset", "version_number", "signature", "level"))
-    run_times = {r["run_id"]: r["created_at"] for r in stored}
-    pairs = newest_analyses(error_analysis.DISAGREEMENTS.read(ctx.settings).to_pylist(),
-                        ("dataset", "version_number", "signature"), run_times)
-    if not cells and not pairs:
+    datasets = sorted(set(error_analysis.SENSITIVITY.read(ctx.settings).column("dataset").to_pylist()))
+    if not datasets:
         return Section(SECTION_ID, TITLE, empty("No error analysis yet: it needs an MQM dataset with error spans.", [
             "assay ingest ../shared/data/mqm-wmt23-ende", "assay score --dataset mqm_wmt23_ende --metric chrf",
             "assay errors --dataset mqm_wmt23_ende --metric chrf"]))
@@ -225,17 +185,19 @@ def render(ctx: ReportContext) -> Section:
              "lower the metric scores an output per error of each category, against how much lower the raters "
              "score it (<code>assay errors</code>; a within-item fit with a bootstrap over items). Below each map, "
              "the pairs the metric orders most unlike the raters, with the raters' error spans.</p>"]
-    for dataset in sorted({r["dataset"] for r in cells} | {r["dataset"] for r in pairs}):
-        mine = [r for r in cells if r["dataset"] == dataset]
-        mine_pairs = [r for r in pairs if r["dataset"] == dataset]
-        first = (mine or mine_pairs)[0]
-        version = ctx.version(dataset, first["version_number"])
+    for dataset in datasets:
+        matrix = error_matrix(ctx.settings, dataset)
+        rows = [row for cell in matrix["cells"] for row in cell["metrics"].values()]
+        signatures = {m["signature"] for m in matrix["metrics"]}
+        version = ctx.version(dataset, matrix["version_number"])
         note = ctx.notes.marker(ctx.version_note(version)) if version is not None else ""
-        parts.append(f'<h3 id="errors-{esc(dataset)}">{esc(VersionRef.from_columns(first).label)}{note} '
-                     f'<span class="aspect">aspect {esc(first["aspect"])}</span></h3>')
-        parts.append(legend(ctx, {r["signature"] for r in mine + mine_pairs}))
-        for level in sorted({r["level"] for r in mine}, key=lambda lv: (lv not in LEVEL_ORDER, lv)):
-            parts.append(_heat_map(ctx, dataset, level, [r for r in mine if r["level"] == level]))
-        if mine_pairs:
-            parts.append(_disagreements(ctx, mine_pairs, {r["run_id"]: r for r in stored}))
+        parts.append(f'<h3 id="errors-{esc(dataset)}">{esc(matrix["label"])}{note} '
+                     f'<span class="aspect">aspect {esc(matrix["aspect"])}</span></h3>')
+        parts.append(legend(ctx, signatures))
+        parts.append(_heat_map(ctx, dataset, matrix["by"], rows))
+        if matrix["elsewhere"]:
+            parts.append(f'<p class="note">Analysed by another error level only (not in this map, which shows '
+                         f'one level): {esc(", ".join(ctx.palette.label(s) for s in matrix["elsewhere"]))}.</p>')
+        if matrix["disagreements"]:
+            parts.append(_disagreements(ctx, matrix["disagreements"], {r["run_id"]: r for r in rows}))
     return Section(SECTION_ID, TITLE, "".join(parts))

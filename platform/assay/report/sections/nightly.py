@@ -15,15 +15,10 @@ Nothing is recomputed. The section is left out of the page when the ledger has n
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
-
-from assay.catalog.engine import session_scope
-from assay.catalog.models import Checkpoint, DatasetVersion, Suite, SuiteEvaluation
-from assay.checkpoints.labels import lineage_text, row_checkpoint
-from assay.checkpoints.ref import CheckpointRef
+from assay.nightly.history import as_utc, nightly_points
 from assay.nightly.regressions import list_regressions
 from assay.provenance import short
 from assay.report.charts import Marker, Point, Series, line_chart
@@ -31,7 +26,6 @@ from assay.report.context import LEVEL_NAMES, ReportContext, signed, slug, stati
 from assay.report.palette import DARKER, TABLEAU10
 from assay.report.sections import Section, figure
 from assay.report.svg import esc
-from assay.results import correlations
 from assay.results.correlations import counted, mean_else_each_group
 
 SECTION_ID = "sec-nightly"
@@ -44,60 +38,8 @@ ChartKey = tuple[str, str, str, str, str, str]
 """(suite label, dataset label, level, statistic, group, aspect)."""
 
 
-def _utc(moment: datetime) -> datetime:
-    """Timestamps from SQLite come back naive; the catalog writes UTC."""
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
 def _when(moment: datetime) -> str:
-    return _utc(moment).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def _lineages(rows: list[Checkpoint]) -> dict[str, dict[str, Any]]:
-    """digest -> name, lineage label and the name of its root ancestor (the lineage's name)."""
-    by_id = {r.id: r for r in rows}
-    names = {r.id: r.name for r in rows}
-    out = {}
-    for row in rows:
-        root, seen = row, {row.id}
-        while root.parent_id is not None and root.parent_id in by_id and root.parent_id not in seen:
-            root = by_id[root.parent_id]
-            seen.add(root.id)
-        label = {"name": row.name, "operation": (row.lineage or {}).get("operation"),
-                 "parent": names.get(row.parent_id) if row.parent_id is not None else None}
-        out[row.digest] = {"name": row.name, "text": lineage_text(label), "root": root.name}
-    return out
-
-
-def nightly_points(ctx: ReportContext) -> list[dict[str, Any]]:
-    """One point per completed ledger row and stored correlation of its checkpoint: suite,
-    dataset, level, group, aspect, statistic, value and interval, time, checkpoint and lineage."""
-    with session_scope(ctx.settings) as session:
-        found = session.execute(
-            select(SuiteEvaluation, Suite, DatasetVersion)
-            .join(Suite, Suite.id == SuiteEvaluation.suite_id)
-            .join(DatasetVersion, DatasetVersion.id == SuiteEvaluation.dataset_version_id)
-            .where(SuiteEvaluation.status == "completed", SuiteEvaluation.evaluate_run_id.is_not(None),
-                   SuiteEvaluation.finished_at.is_not(None))
-            .order_by(SuiteEvaluation.finished_at, SuiteEvaluation.id)).all()
-        ledger = [(e.checkpoint_digest, e.evaluate_run_id, _utc(e.finished_at), e.suite_signature,
-                   f"{s.name}@{s.version}", v.id, v.ref) for e, s, v in found
-                  if e.finished_at is not None]
-        lineages = _lineages(list(session.scalars(select(Checkpoint))))
-    points = []
-    for digest, run_id, finished, suite_signature, suite, version_id, version in ledger:
-        stored = correlations.read_run(ctx.settings, version.name, run_id)
-        checkpoint = CheckpointRef(digest)
-        unregistered = f"unregistered {checkpoint.short}"
-        lineage = lineages.get(digest, {"name": unregistered, "text": unregistered, "root": unregistered})
-        for row in stored:
-            if not checkpoint.matches(row_checkpoint(row)) or row["value"] is None:
-                continue
-            points.append({**row, "suite": suite, "suite_signature": suite_signature, "finished_at": finished,
-                           "dataset_version_id": version_id, "checkpoint_digest": digest,
-                           "checkpoint": lineage["name"], "lineage": lineage["root"],
-                           "lineage_text": lineage["text"], "version": version, "label": version.label})
-    return points
+    return as_utc(moment).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _charted(points: list[dict[str, Any]]) -> dict[ChartKey, list[dict[str, Any]]]:
@@ -186,7 +128,7 @@ def _table(regressions: list[dict[str, Any]]) -> str:
 
 def render(ctx: ReportContext) -> Section | None:
     """The section, or None when the ledger has no completed evaluation (no nightly runs)."""
-    points = nightly_points(ctx)
+    points = nightly_points(ctx.settings)
     if not points:
         return None
     recorded = list_regressions(ctx.settings)
