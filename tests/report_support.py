@@ -9,7 +9,10 @@ is missing the test skips on a developer's machine and fails in CI (``ASSAY_REQU
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -88,3 +91,40 @@ def open_page(url: str, executable: str, width: int = 1280, height: int = 900,
             yield page, log
         finally:
             context.close()
+
+
+def start_serve(env: dict[str, str], *args: str) -> tuple[subprocess.Popen[str], str]:
+    """A real ``assay serve`` on a free loopback port with ``env`` (its ``ASSAY_HOME``), and its start-up
+    line; the caller terminates it."""
+    process = subprocess.Popen([str(Path(sys.executable).parent / "assay"), "serve", "--port", "0", *args],
+                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    line = process.stderr.readline()
+    found = re.search(r"at (http://127\.0\.0\.1:\d+/)", line)
+    if found is None:
+        process.kill()
+        raise AssertionError(f"no start-up line: {line!r} {process.communicate()[1]}")
+    return process, line
+
+
+@contextmanager
+def served(home: Path) -> Iterator[str]:
+    """A real ``assay serve`` (no sign-in, loopback) over ``home``; yields its base URL, and stops it."""
+    env = {**os.environ, "ASSAY_HOME": str(home)}
+    env.pop("ASSAY_SERVE_AUTH", None)
+    process, line = start_serve(env)
+    try:
+        found = re.search(r"(http://\S+/)", line)
+        assert found is not None, line
+        yield found.group(1)
+    finally:
+        process.terminate()
+        process.communicate(timeout=20)
+
+
+def screenshots_folder(fallback: Path) -> Path:
+    """Where a browser test saves its screenshots: ``ASSAY_SCREENSHOTS`` when set (to be looked at),
+    else ``fallback``."""
+    shots = Path(os.environ.get("ASSAY_SCREENSHOTS") or fallback)
+    shots.mkdir(parents=True, exist_ok=True)
+    return shots

@@ -8,6 +8,7 @@ globalSegId 13) and its JSON against :mod:`tests.mqm.test_error_analysis_wmt23`'
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,7 @@ from assay.results import error_analysis
 from tests.conftest import assay_home_at
 from tests.mqm.conftest import WMT23
 from tests.mqm.test_mqm_evaluation import ingest_and_score
+from tests.report_support import open_page, require_browser, screenshots_folder, served
 
 REFERENCE_13 = "Vier Teenager aus New Jersey wurden im Zusammenhang mit einem Angriff auf ein 14-jähriges Mädchen"
 
@@ -121,3 +123,64 @@ def test_the_report_shows_the_reference_and_why_a_ratio_is_undetermined(dataset:
     assert "ratio undetermined: the humans' drop" in section  # Fluency/Punctuation's hover text
     # the omission: the source words left out are marked in the source cell
     assert '">One juvenile is charged with aggravated assault' in section
+
+
+def test_the_matrix_has_one_level_and_no_stale_verdicts(dataset: str) -> None:
+    """``assay errors --matrix`` (and the served /errors page, its JSON twin): sentBLEU analysed
+    against chrF by category, then by category and severity without a parent. The default matrix
+    is by category (two metrics there, one at the other level), one column per metric, and
+    sentBLEU's older verdicts against chrF are dropped as superseded; by category+severity, chrF is
+    listed as analysed elsewhere. Issue 30's findings: no split into one-column tables, no stale arrows."""
+    from starlette.testclient import TestClient
+
+    from assay.cli.main import cli as assay_cli
+    from assay.jobs.scoring import score_dataset
+    from assay.metrics.registry import MetricSpec
+    from assay.serve.access import Access
+    from assay.serve.app import create_app
+
+    score_dataset(dataset, MetricSpec("sentbleu"))
+    _run("--dataset", dataset, "--metric", "chrf", "--resamples", "50", "--top", "2")
+    against = json.loads(_run("--dataset", dataset, "--metric", "sentbleu", "--against", "chrf", "--resamples", "50",
+                              "--top", "2", "--json"))
+    assert against["comparison"] is not None  # this run stored verdicts against chrF
+    matrix = json.loads(_run("--dataset", dataset, "--matrix", "--json"))
+    sentbleu = next(m for m in matrix["metrics"] if m["metric"] == "sentbleu")
+    assert matrix["by"] == "category" and sentbleu["parent_signature"] == against["parent_signature"]
+    assert any(row["verdict"] for cell in matrix["cells"] for row in cell["metrics"].values())
+    _run("--dataset", dataset, "--metric", "sentbleu", "--by", "category+severity", "--resamples", "50", "--top", "2")
+    matrix = json.loads(_run("--dataset", dataset, "--matrix", "--json"))
+    assert matrix["by"] == "category" and matrix["levels"] == ["category", "category+severity"]
+    assert sorted(m["metric"] for m in matrix["metrics"]) == ["chrf", "sentbleu"] and matrix["elsewhere"] == []
+    sentbleu = next(m for m in matrix["metrics"] if m["metric"] == "sentbleu")
+    assert sentbleu["superseded"] and sentbleu["parent_signature"] is None
+    assert not any(row["verdict"] for cell in matrix["cells"] for row in cell["metrics"].values())
+    assert all(len({r["level"] for r in cell["metrics"].values()}) == 1 for cell in matrix["cells"])
+    severity = json.loads(_run("--dataset", dataset, "--matrix", "--by", "category+severity", "--json"))
+    assert [m["metric"] for m in severity["metrics"]] == ["sentbleu"] and len(severity["elsewhere"]) == 1
+    text = _run("--dataset", dataset, "--matrix")
+    assert "blind-spot ratio per error category" in text and "superseded by a newer analysis" in text
+
+    client = TestClient(create_app(load_settings(), Access()), raise_server_exceptions=False)
+    for query, args in (("", ()), ("&by=category%2Bseverity", ("--by", "category+severity"))):
+        twin = client.get(f"/errors.json?dataset={dataset}{query}")
+        assert twin.status_code == 200 and twin.json() == json.loads(
+            _run("--dataset", dataset, "--matrix", *args, "--json"))
+    html = client.get(f"/errors?dataset={dataset}").text
+    assert html.count('<table class="data heatmap"') == 1 and '<span class="verdict' not in html
+    assert '<mark class="sev-major"' in html and REFERENCE_13[:40] in html
+    # in Debian's chromium, from a real `assay serve`: one heat map, the spans marked, no console errors
+    executable = require_browser()
+    home = Path(os.environ["ASSAY_HOME"])
+    with served(home) as url, open_page(f"{url}errors?dataset={dataset}", executable) as (page, log):
+        assert page.locator("table.heatmap").count() == 1
+        assert page.locator("table.heatmap thead th").count() == 3 + 2
+        assert page.locator("table.disagreements mark.sev-major").count() > 0
+        page.screenshot(path=str(screenshots_folder(home.parent) / "serve-errors.png"), full_page=True)
+        page.select_option("select[name=by]", "category+severity")
+        page.click("form.filters button")
+        page.wait_for_selector("table.heatmap[data-by='category+severity']")
+        assert page.locator("table.heatmap thead th").count() == 3 + 1
+        assert log.errors == [] and log.console_errors == [] and log.failed_requests == []
+    missing = CliRunner().invoke(assay_cli, ["errors", "--dataset", dataset])
+    assert missing.exit_code == 2 and "--metric is required" in missing.output

@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,7 +29,7 @@ from assay.metrics.registry import MetricSpec
 from assay.serve.access import AUTH_VARIABLE, Access
 from assay.serve.app import MAX_QUERY_BYTES, create_app
 from tests.conftest import assay_home_at
-from tests.report_support import open_page, require_browser
+from tests.report_support import open_page, require_browser, start_serve
 
 SIDE = "human translations excluded"
 """WMT16 DA's rule keeps human translations as candidates: excluding them is a side evaluation."""
@@ -89,6 +87,37 @@ def test_the_json_twins_are_the_clis_numbers(in_home: dict[str, Any]) -> None:
     assert overview[0]["leaders"] == _cli_json("leaderboard", "--dataset", "wmt16")
 
 
+def test_the_dataset_and_compare_pages_are_the_clis_json(in_home: dict[str, Any]) -> None:
+    client = _client()
+    for path, args in [("/dataset.json?ref=wmt16", ["datasets", "show", "wmt16"]),
+                       ("/dataset.json?ref=wmt16@1", ["datasets", "show", "wmt16@1"]),
+                       ("/compare.json?dataset=wmt16&first=chrf&second=sentbleu",
+                        ["compare", "chrf", "sentbleu", "--dataset", "wmt16"]),
+                       (f"/compare.json?dataset=wmt16&first=sentbleu&second=chrf&stat=pearson&side={quote(SIDE)}",
+                        ["compare", "sentbleu", "chrf", "--dataset", "wmt16", "--stat", "pearson", "--side", SIDE])]:
+        response = client.get(path)
+        assert response.status_code == 200, (path, response.text)
+        assert response.json() == _cli_json(*args), path
+    detail = client.get("/dataset.json?ref=wmt16").json()
+    assert {s["group"] for s in detail["systems"]} == {"cs-en", "de-en"}
+    assert all(len(f["sha256"]) == 64 for f in detail["source_files"])
+    html = client.get("/dataset?ref=wmt16").text
+    assert detail["source_files"][0]["sha256"] in html and "Rater agreement" in html
+
+    # chrF beats sentBLEU in every group of the headline run: the stored paired test, same run for both
+    compared = client.get("/compare.json?dataset=wmt16&first=chrf&second=sentbleu").json()
+    assert [g["group"] for g in compared["groups"]] == ["all", "cs-en", "de-en"]
+    leaders = {r["metric"]: r for r in client.get("/leaderboard.json?dataset=wmt16").json()}
+    first = compared["groups"][0]
+    assert first["first"]["value"] == leaders["chrf"]["value"]
+    assert first["difference"] == pytest.approx(leaders["chrf"]["value"] - leaders["sentbleu"]["value"])
+    assert first["better"] == "first" and first["test"] and first["p_value"] is not None
+    assert first["significant"] == (first["p_value"] < 0.05)
+    assert all(g["first"]["run_id"] == in_home["headline"]["run_id"] for g in compared["groups"])
+    page = client.get("/compare?dataset=wmt16&first=chrf&second=sentbleu").text
+    assert "chrf against sentbleu" in page and first["test"] in page
+
+
 def test_the_headline_is_shown_and_a_side_evaluation_only_under_its_label(in_home: dict[str, Any]) -> None:
     client = _client()
     headline, side = in_home["headline"], in_home["side"]
@@ -125,6 +154,18 @@ def test_the_headline_is_shown_and_a_side_evaluation_only_under_its_label(in_hom
     ("/static/..%2F..%2Fpyproject.toml", 404, ""),
     ("/static/app.py", 404, ""),
     ("/sql?q=select%201", 404, ""),
+    ("/dataset?ref=..%2F..%2Fetc%2Fpasswd", 400, "invalid dataset name"),
+    ("/dataset?ref=wmt16%27%3B--", 400, "invalid dataset name"),
+    ("/dataset?ref=nosuch", 404, "nosuch"),
+    ("/dataset", 400, "parameter &#39;ref&#39; is required"),
+    ("/checkpoint?ref=%3Cscript%3E", 404, "&lt;script&gt;"),
+    ("/checkpoint?ref=nosuch", 404, "nosuch"),
+    ("/compare?dataset=wmt16&first=chrf&second=chrf", 400, "two different"),
+    ("/compare?dataset=wmt16&first=chrf&second=%3Cb%3Enope", 404, "&lt;b&gt;nope"),
+    ("/compare?dataset=wmt16&first=chrf", 400, "parameter &#39;second&#39; is required"),
+    ("/compare?dataset=wmt16&first=chrf&second=sentbleu&level=x%27", 400, "is not one of"),
+    ("/errors?dataset=wmt16", 404, "no error analysis of wmt16"),
+    ("/errors?dataset=wmt16&by=%27%20OR%201=1", 400, "is not one of category"),
 ])
 def test_bad_requests_get_a_4xx_page_without_a_traceback(in_home: dict[str, Any], path: str, status: int,
                                                           says: str) -> None:
@@ -187,18 +228,6 @@ def test_basic_auth_and_bearer_tokens(in_home: dict[str, Any], tmp_path: Path) -
     basic.check_host("0.0.0.0")
 
 
-def _start_serve(env: dict[str, str], *args: str) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen([str(Path(sys.executable).parent / "assay"), "serve", "--port", "0", *args],
-                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    assert process.stderr is not None
-    line = process.stderr.readline()
-    found = re.search(r"at (http://127\.0\.0\.1:\d+/)", line)
-    if found is None:
-        process.kill()
-        raise AssertionError(f"no start-up line: {line!r} {process.communicate()[1]}")
-    return process, line
-
-
 def test_serve_in_a_browser(in_home: dict[str, Any], tmp_path: Path) -> None:
     """A real ``assay serve`` process with bearer tokens, driven in Debian's chromium: the overview,
     the leaderboard through its link, sorting, the signature on hover, the side evaluation through
@@ -210,7 +239,7 @@ def test_serve_in_a_browser(in_home: dict[str, Any], tmp_path: Path) -> None:
     env = {**os.environ, "ASSAY_HOME": str(in_home["home"])}
     env.pop(AUTH_VARIABLE, None)
     started = time.monotonic()
-    process, line = _start_serve(env, "--tokens-file", str(tokens))
+    process, line = start_serve(env, "--tokens-file", str(tokens))
     shots = Path(os.environ.get("ASSAY_SCREENSHOTS") or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)
     try:
@@ -240,6 +269,16 @@ def test_serve_in_a_browser(in_home: dict[str, Any], tmp_path: Path) -> None:
             page.screenshot(path=str(shots / "serve-side.png"), full_page=True)
             page.goto(url + permalink.lstrip("/"))
             assert SIDE in page.inner_text("h1")
+            # the compare form under the leaderboard: chrF against sentBLEU in every group
+            page.click("form.compare button")
+            page.wait_for_selector("table.compare")
+            assert page.locator("table.compare tbody tr").count() == 3
+            assert SIDE in page.inner_text("h1")
+            page.screenshot(path=str(shots / "serve-compare.png"), full_page=True)
+            page.click("h1 a")  # the dataset version's page
+            page.wait_for_selector("table.systems")
+            assert "wmt16@1" in page.inner_text("h1")
+            page.screenshot(path=str(shots / "serve-dataset.png"), full_page=True)
             assert log.console_errors == [] and log.errors == [] and log.failed_requests == []
     finally:
         process.terminate()

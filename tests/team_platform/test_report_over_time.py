@@ -141,3 +141,57 @@ def test_no_ledger_rows_no_section(tmp_path: Path) -> None:
     ingest_path(fixtures_dir() / "demo-wmt")
     html = build_report(tmp_path).read_text(encoding="utf-8")
     assert 'id="sec-nightly"' not in html and "Nightly" not in html
+
+
+def test_the_served_checkpoint_page(state: dict[str, Any]) -> None:
+    """``assay serve``'s checkpoint page and its JSON twin (``assay checkpoints show --json``): the
+    lineage with its parent, the nightly history as a chart with the recorded regressions marked,
+    the hostile suite name escaped; and the compare page on two checkpoints evaluated in different
+    nightly runs, which says that no paired test exists rather than inventing one."""
+    import json
+
+    from click.testing import CliRunner
+    from starlette.testclient import TestClient
+
+    from assay.cli.main import cli
+    from assay.serve.access import Access
+    from assay.serve.app import create_app
+
+    client = TestClient(create_app(load_settings(), Access()), raise_server_exceptions=False)
+    shown = CliRunner().invoke(cli, ["checkpoints", "show", "flipped", "--json"])
+    assert shown.exit_code == 0, shown.output
+    record = client.get("/checkpoint.json?ref=flipped").json()
+    assert record == json.loads(shown.stdout)
+    assert record["parent"] == "fit" and [a["name"] for a in record["ancestors"]] == ["fit", "base"]
+    assert {p["statistic"] for p in record["nightly"]} == {"pearson", "kendall"}
+    assert all(p["run_id"] == state["runs"]["flipped"] for p in record["nightly"])
+    assert sorted(r["statistic"] for r in record["regressions"]) == ["kendall", "pearson"]
+    html = client.get(f"/checkpoint?ref={state['digests']['flipped'][:12]}").text
+    assert html.count('class="chart chart-nightly"') == 2  # one per statistic, on the mean over groups
+    assert html.count(">regression</text>") == 2 and '<a href="/checkpoint?ref=fit">fit</a>' in html
+    assert '<script>alert("x")' not in html and "team&lt;script&gt;" in html
+    assert client.get("/checkpoint.json?ref=fit").json()["regressions"] == []  # the best by construction
+
+    compared = client.get("/compare.json?dataset=wmt99@1&first=fit&second=flipped&stat=pearson").json()
+    group = compared["groups"][0]
+    assert group["first"]["checkpoint"].startswith("fit") and group["difference"] > 0
+    assert group["p_value"] is None and "different runs" in group["note"]
+
+
+def test_the_checkpoint_page_in_chromium(state: dict[str, Any], tmp_path: Path) -> None:
+    """A real ``assay serve`` over the nightly home, in Debian's chromium: the checkpoint page's two
+    charts, a point's signature on hover, the link to its parent; no console errors."""
+    from tests.report_support import screenshots_folder, served
+
+    executable = require_browser()
+    shots = screenshots_folder(tmp_path)
+    with served(state["home"]) as url, open_page(url + "checkpoint?ref=flipped", executable) as (page, log):
+        assert page.locator("svg.chart-nightly").count() == 2
+        assert page.locator("svg.chart-nightly g.reference").count() == 2  # the regressions
+        title = page.locator("svg.chart-nightly circle.vertex title").first.text_content() or ""
+        assert "signature: bleurt|checkpoint:" in title
+        page.screenshot(path=str(shots / "serve-checkpoint.png"), full_page=True)
+        page.click("text=fit >> nth=0")
+        page.wait_for_selector("h1:has-text('fit')")
+        assert "finetune" not in page.inner_text("h1")
+        assert log.errors == [] and log.console_errors == [] and log.failed_requests == []

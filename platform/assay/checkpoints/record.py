@@ -2,7 +2,8 @@
 show --json`` prints it and the served checkpoint page (:mod:`assay.serve`) renders it.
 
 * ``lineage`` and ``ancestors``: the registry's row (:func:`assay.checkpoints.registry.describe`);
-* ``nightly``: its correlations night by night (:func:`assay.nightly.history.history_rows`);
+* ``nightly``: its correlations night by night (:func:`assay.nightly.history.history_rows`), and
+  ``lineage_nightly``: those of every checkpoint of its lineage (the same root ancestor);
 * ``regressions``: the nightly checks that found it significantly worse than the team's best
   (:func:`assay.nightly.regressions.list_regressions`);
 * ``error_analysis``: its stored ``assay errors`` runs against a parent checkpoint, the cells
@@ -51,7 +52,8 @@ def checkpoint_record(settings: Settings, ref: str) -> dict[str, Any]:
 
     record = describe(settings, ref)
     checkpoint = CheckpointRef(record["digest"])
-    record["nightly"] = history_rows(settings, checkpoint.digest)
+    record["lineage_nightly"] = history_rows(settings, checkpoint.digest, lineage=True)
+    record["nightly"] = [p for p in record["lineage_nightly"] if p["checkpoint_digest"] == checkpoint.digest]
     record["regressions"] = list_regressions(settings, checkpoint=checkpoint.digest)
     record["error_analysis"] = _error_comparisons(settings, checkpoint)
     return record

@@ -23,7 +23,7 @@ from assay.checkpoints.ref import CheckpointRef
 from assay.config import Settings
 from assay.results import correlations
 
-__all__ = ["as_utc", "history_rows", "nightly_points"]
+__all__ = ["HISTORY_FIELDS", "as_utc", "history_rows", "nightly_points"]
 
 #: what :func:`history_rows` keeps of a point (JSON-ready)
 HISTORY_FIELDS = ("suite", "suite_signature", "label", "level", "statistic", "group", "aspect", "value", "ci_low",
@@ -85,8 +85,15 @@ def nightly_points(settings: Settings, checkpoint_digest: str | None = None) -> 
     return points
 
 
-def history_rows(settings: Settings, checkpoint_digest: str) -> list[dict[str, Any]]:
-    """:func:`nightly_points` of one checkpoint as JSON-ready rows (:data:`HISTORY_FIELDS`, the
+def history_rows(settings: Settings, checkpoint_digest: str, *, lineage: bool = False) -> list[dict[str, Any]]:
+    """:func:`nightly_points` of one checkpoint (with ``lineage``: of every checkpoint of its lineage,
+    the same root ancestor) as JSON-ready rows (:data:`HISTORY_FIELDS`, the checkpoint's digest, the
     finish time in ISO 8601 UTC), oldest first."""
-    return [{**{k: p.get(k) for k in HISTORY_FIELDS}, "finished_at": p["finished_at"].isoformat()}
-            for p in nightly_points(settings, checkpoint_digest)]
+    if lineage:
+        points = nightly_points(settings)
+        roots = {p["lineage"] for p in points if p["checkpoint_digest"] == checkpoint_digest}
+        points = [p for p in points if p["lineage"] in roots]
+    else:
+        points = nightly_points(settings, checkpoint_digest)
+    return [{**{k: p.get(k) for k in HISTORY_FIELDS}, "checkpoint_digest": p["checkpoint_digest"],
+             "finished_at": p["finished_at"].isoformat()} for p in points]

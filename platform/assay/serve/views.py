@@ -143,14 +143,16 @@ def heat_class(ratio: float | None, penalised: bool) -> str:
 def history_chart(record: dict[str, Any]) -> str:
     """A checkpoint's nightly history (:func:`assay.checkpoints.record.checkpoint_record`) as one SVG
     line chart per (suite, dataset version, level, statistic, group, aspect), the mean over groups
-    where an evaluation has one, with the recorded regressions as hollow diamonds; "" without history."""
+    where an evaluation has one: its lineage's checkpoints as one line in the order their evaluations
+    finished, this checkpoint's points in their own colour, and its recorded regressions as hollow
+    diamonds; "" without history."""
     from datetime import datetime
 
     from assay.report.charts import Marker, Point, Series, line_chart
     from assay.results.correlations import mean_else_each_group
 
-    points = mean_else_each_group(record["nightly"], ("suite", "label", "level", "statistic", "aspect"))
-    if not points:
+    points = mean_else_each_group(record["lineage_nightly"], ("suite", "label", "level", "statistic", "aspect"))
+    if not any(p["checkpoint_digest"] == record["digest"] for p in points):
         return ""
     regressions = {(r["suite_signature"], r["dataset"], r["level"], r["group"], r["aspect"], r["statistic"]): r
                    for r in record["regressions"]}
@@ -159,22 +161,32 @@ def history_chart(record: dict[str, Any]) -> str:
         charts.setdefault((p["suite"], p["label"], p["level"], p["statistic"], p["group"], p["aspect"]), []).append(p)
     out: list[str] = []
     for (suite, label, level, statistic, group, aspect), found in sorted(charts.items()):
-        times = [datetime.fromisoformat(p["finished_at"]) for p in found]
-        start = min(times)
-        xs = [(t - start).total_seconds() / 86400.0 for t in times]
-        series = Series(record["name"], "#0969da", [Point(x, p["value"], (
-            f"{p['finished_at'][:16].replace('T', ' ')} UTC · {statistic} = {p['value']:.4f} · n = "
-            f"{counted(p['n'], p['unit'])}\nsignature: {p['signature']}\nrun: {p['run_id']}"))
-            for x, p in zip(xs, found, strict=True)])
+        mine = [p for p in found if p["checkpoint_digest"] == record["digest"]]
+        if not mine:
+            continue
+        start = min(datetime.fromisoformat(p["finished_at"]) for p in found)
+
+        def day(p: dict[str, Any], start: datetime = start) -> float:
+            return (datetime.fromisoformat(p["finished_at"]) - start).total_seconds() / 86400.0
+
+        def point(p: dict[str, Any], statistic: str = statistic) -> Point:
+            return Point(day(p), p["value"], (
+                f"{p['checkpoint']} · {p['finished_at'][:16].replace('T', ' ')} UTC · {statistic} = {p['value']:.4f} · "
+                f"n = {counted(p['n'], p['unit'])}\nsignature: {p['signature']}\nrun: {p['run_id']}"))
+
+        lineage = Series(f"lineage {found[0]['lineage']}", "#8c959f", [point(p) for p in found])
+        own = Series(record["name"], "#0969da", [], loose=[])
         markers = []
-        for x, p in zip(xs, found, strict=True):
+        for p in mine:
+            own.points.append(point(p))
             hit = regressions.get((p["suite_signature"], label, level, group, aspect, statistic))
             if hit is not None:
-                markers.append(Marker(x, p["value"], "regression", (
+                markers.append(Marker(day(p), p["value"], "regression", (
                     f"regression: {p['value']:.4f} vs the best, {hit['baseline'] or hit['baseline_digest'][:12]} "
                     f"{hit['baseline_value']:.4f}; p = {hit['p_value']:.3g} ({hit['test']})"), below=True))
         heading = f"{label} · {level} · {statistic} · {group} ({aspect}) · suite {suite}"
-        out.append(line_chart([series], x_label=f"days since {found[0]['finished_at'][:10]}", y_label=statistic,
-                              heading=heading, css_class="chart-nightly", element_id=f"nightly-{len(out)}",
-                              tooltip=heading, markers=markers, width=600, height=300))
+        out.append(line_chart([lineage, own], x_label=f"days since {found[0]['finished_at'][:10]}",
+                              y_label=statistic, heading=heading, css_class="chart-nightly",
+                              element_id=f"nightly-{len(out)}", tooltip=heading, markers=markers, width=600,
+                              height=300, line_labels=False))
     return "".join(out)
