@@ -66,6 +66,9 @@ class Settings:
     (``ASSAY_SERVER_IDLE``)."""
     require_services: bool = False
     """``ASSAY_REQUIRE_SERVICES``: service-backed tests are mandatory (CI)."""
+    catalog_read_only: bool = False
+    """Open the catalog read-only (``assay serve``): SQLite in ``mode=ro``, PostgreSQL with read-only
+    transactions (:func:`assay.catalog.engine.make_engine`); a write fails in the database itself."""
 
     @property
     def catalog_file(self) -> Path:

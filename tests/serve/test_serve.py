@@ -189,6 +189,35 @@ def test_nothing_writes(in_home: dict[str, Any]) -> None:
     assert "script-src 'self'" in headers["content-security-policy"] and headers["x-content-type-options"] == "nosniff"
 
 
+@pytest.mark.postgres
+def test_the_catalog_is_opened_read_only(in_home: dict[str, Any], postgres_url: str) -> None:
+    """The app's catalog refuses writes in the database itself: SQLite opened with mode=ro and
+    query_only, PostgreSQL with read-only transactions; a read still works in both."""
+    from dataclasses import replace
+
+    from sqlalchemy import text
+    from sqlalchemy.exc import DBAPIError
+
+    from assay.catalog.engine import get_engine, make_engine, upgrade
+
+    settings = replace(load_settings(), catalog_read_only=True)
+    assert get_engine(settings) is not get_engine(load_settings())
+    with get_engine(settings).connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM dataset_versions")).scalar_one() == 1
+        with pytest.raises(DBAPIError, match="readonly|read-only|attempt to write"):
+            conn.execute(text("UPDATE datasets SET name = 'x'"))
+    upgrade(postgres_url)
+    engine = make_engine(postgres_url, read_only=True)
+    try:
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT count(*) FROM datasets")).scalar_one() == 0
+            with pytest.raises(DBAPIError, match="read-only transaction"):
+                conn.execute(text("INSERT INTO datasets (name) VALUES ('x')"))
+    finally:
+        engine.dispose()
+    reset_engines()
+
+
 def test_basic_auth_and_bearer_tokens(in_home: dict[str, Any], tmp_path: Path) -> None:
     basic = Access.configured(environ={AUTH_VARIABLE: f"team:{PASSWORD}"})
     client = _client(basic)

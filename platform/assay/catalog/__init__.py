@@ -3,4 +3,4 @@
 ``__all__`` names its public modules; the package imports none of them itself.
 """
 
-__all__ = ["dataset_versions", "engine", "models"]
+__all__ = ["dataset_versions", "engine", "models", "version_detail"]

@@ -83,10 +83,28 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
         cursor.close()
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for ``url``; SQLite gets WAL, foreign keys and a busy timeout."""
+def _sqlite_read_only_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    if isinstance(dbapi_connection, sqlite3.Connection):
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA query_only=ON")
+        cursor.close()
+
+
+def make_engine(url: str, *, read_only: bool = False) -> Engine:
+    """An engine for ``url``; SQLite gets WAL, foreign keys and a busy timeout.
+
+    ``read_only``: every connection refuses writes in the database itself. SQLite opens the file
+    with ``mode=ro`` (a URI connection, so a missing file is an error, not a new catalog) and
+    ``query_only``; PostgreSQL sets ``default_transaction_read_only`` for the session."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
+        if read_only and parsed.database and parsed.database != ":memory:":
+            location = Path(parsed.database).resolve().as_uri()  # file:///... (quoted)
+            engine = create_engine("sqlite://", creator=lambda: sqlite3.connect(
+                f"{location}?mode=ro", uri=True, timeout=SQLITE_BUSY_TIMEOUT_MS / 1000, check_same_thread=False))
+            event.listen(engine, "connect", _sqlite_read_only_pragmas)
+            return engine
         if parsed.database and parsed.database != ":memory:":
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
@@ -95,6 +113,9 @@ def make_engine(url: str) -> Engine:
     if parsed.get_backend_name() == "postgresql" and parsed.drivername == "postgresql":
         # plain postgresql:// means psycopg2 to SQLAlchemy; Assay ships psycopg 3
         url = parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
+    if read_only and parsed.get_backend_name() == "postgresql":
+        return create_engine(url, pool_pre_ping=True,
+                             connect_args={"options": "-c default_transaction_read_only=on"})
     return create_engine(url, pool_pre_ping=True)
 
 
@@ -191,19 +212,20 @@ def check_schema(engine: Engine, url: str) -> None:
     )
 
 
-_ENGINES: dict[tuple[str, bool], Engine] = {}
+_ENGINES: dict[tuple[str, bool, bool], Engine] = {}
 
 
 def get_engine(settings: Settings | None = None) -> Engine:
     """The catalog engine for the current settings, migrated (embedded) or checked (shared)."""
     settings = settings or load_settings()
-    key = (settings.catalog_url, settings.catalog_is_embedded)
+    key = (settings.catalog_url, settings.catalog_is_embedded, settings.catalog_read_only)
     engine = _ENGINES.get(key)
     if engine is None:
-        engine = make_engine(settings.catalog_url)
+        engine = make_engine(settings.catalog_url, read_only=settings.catalog_read_only)
         try:
             if not _at_head(engine):  # the usual case needs no Alembic
-                if settings.catalog_is_embedded and current_revision(engine) != head_revision():
+                if (settings.catalog_is_embedded and not settings.catalog_read_only
+                        and current_revision(engine) != head_revision()):
                     upgrade(settings.catalog_url)
                 check_schema(engine, settings.catalog_url)
         except BaseException:

@@ -2,6 +2,8 @@
 
 - ``ref``: :class:`~assay.checkpoints.ref.CheckpointRef`, a checkpoint's one spelling, its content digest first.
 - ``registry``: the catalog's checkpoint rows: register, find, list, lineage.
+- ``record``: everything known about one checkpoint (lineage, nightly history, regressions, error
+  analyses against its parent), as ``checkpoints show --json`` and the served page show it.
 - ``labels``: a signature's checkpoint and a checkpoint's name with its lineage (no catalog import
   until a checkpoint is named).
 - ``stamps``: verification stamps, so a folder is hashed once per host while its files are unchanged.
@@ -13,4 +15,4 @@
 does not load the catalog.
 """
 
-__all__ = ["labels", "outbox", "ref", "registry", "stamps", "store"]
+__all__ = ["labels", "outbox", "record", "ref", "registry", "stamps", "store"]

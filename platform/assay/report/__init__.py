@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
-    "REPORT_FILE", "build", "build_report", "charts", "collect", "context", "drift", "footnotes", "neighbors", "page",
+    "REPORT_FILE", "build", "charts", "collect", "context", "drift", "footnotes", "neighbors", "page",
     "palette",
     "reference", "sections", "segments", "spans", "stylesheet", "svg", "tables",
 ]

@@ -28,7 +28,8 @@ degenerate values) and its SQL box is exactly what must be unreachable here; Str
 re-run a script per interaction over a websocket, have no stable permalinks or JSON twins, and add
 a large dependency each.
 
-Safety: every route is GET (or HEAD); nothing writes. Sign-in is :class:`assay.serve.access.Access`
+Safety: every route is GET (or HEAD); nothing writes, and the catalog is opened read-only, so a
+write would fail in the database itself. Sign-in is :class:`assay.serve.access.Access`
 (401 without it). A query string over :data:`MAX_QUERY_BYTES` or a parameter over
 :data:`MAX_PARAMETER_CHARS` is refused (414, 400); user input reaches DuckDB only as bound
 parameters (the leaderboard's own rule) and never names a file: static files are a fixed set read
@@ -42,6 +43,7 @@ import json
 import logging
 import math
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from importlib import resources
 from typing import Any
 from urllib.parse import urlencode
@@ -56,6 +58,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
+from assay.catalog.engine import get_engine
 from assay.catalog.version_detail import describe_version, version_fact_lines
 from assay.checkpoints.record import checkpoint_record
 from assay.config import Settings
@@ -128,7 +131,12 @@ def _parameter(request: Request, name: str, default: str | None = None) -> str |
 
 
 def create_app(settings: Settings, access: Access) -> Starlette:
-    """The app over ``settings``' catalog and stores, behind ``access``."""
+    """The app over ``settings``' catalog and stores, behind ``access``. The catalog is opened
+    read-only (:attr:`assay.config.Settings.catalog_read_only`); an embedded one is first created and
+    migrated as by any command, so ``assay serve`` on a new home needs no set-up."""
+    if settings.catalog_is_embedded and not settings.catalog_read_only:
+        get_engine(settings)
+    settings = replace(settings, catalog_read_only=True)
     templates = Environment(loader=PackageLoader("assay.serve", "templates"), autoescape=select_autoescape(["html"]))
     templates.globals.update(fmt=_fmt, counted=counted, code_version=code_version(), links=links,
                              heat_class=heat_class, highlight=_marked, error_label=error_label)
