@@ -204,7 +204,7 @@ def test_the_catalog_is_opened_read_only(in_home: dict[str, Any], postgres_url: 
     assert get_engine(settings) is not get_engine(load_settings())
     with get_engine(settings).connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM dataset_versions")).scalar_one() == 1
-        with pytest.raises(DBAPIError, match="readonly|read-only|attempt to write"):
+        with pytest.raises(DBAPIError, match=r"readonly|read-only|attempt to write"):
             conn.execute(text("UPDATE datasets SET name = 'x'"))
     upgrade(postgres_url)
     engine = make_engine(postgres_url, read_only=True)
@@ -312,6 +312,37 @@ def test_serve_in_a_browser(in_home: dict[str, Any], tmp_path: Path) -> None:
     finally:
         process.terminate()
         process.communicate(timeout=20)  # and its stderr pipe closed
+
+
+def test_the_report_exports_the_served_pages(in_home: dict[str, Any], tmp_path: Path) -> None:
+    """``assay report`` writes the served pages as self-contained files (issue 30: the report is an
+    export of the same pages): the overview, the leaderboard and dataset pages with the app's
+    numbers, each with its JSON twin; nothing loaded from elsewhere, opened in chromium."""
+    result = CliRunner().invoke(cli, ["report", "--out", str(tmp_path / "report")])
+    assert result.exit_code == 0, result.output
+    pages = tmp_path / "report" / "pages"
+    index = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+    assert 'href="pages/index.html"' in index
+    client = _client()
+    assert json.loads((pages / "index.json").read_text(encoding="utf-8")) == client.get("/index.json").json()
+    overview = (pages / "index.html").read_text(encoding="utf-8")
+    board = re.search(r'href="(leaderboard-wmt16[^"]*\.html)"', overview)
+    assert board is not None, overview
+    exported = json.loads((pages / board.group(1).replace(".html", ".json")).read_text(encoding="utf-8"))
+    assert exported == client.get("/leaderboard.json?dataset=wmt16&level=seg&stat=kendall&group=all").json()
+    for page in pages.glob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        assert "/static/" not in html and 'src="http' not in html and 'href="/' not in html, page.name
+        assert '<form' not in html  # the filters need the app
+    assert any(p.name.startswith("dataset-wmt16@1") for p in pages.glob("*.html"))
+    executable = require_browser()
+    with open_page((pages / board.group(1)).as_uri(), executable) as (page, log):
+        assert page.locator("table.leaderboard tbody td.metric").all_inner_texts() == ["chrf", "sentbleu"]
+        page.click("table.leaderboard th:nth-child(5)")  # sorting works from the inlined script
+        assert page.locator("table.leaderboard tbody td.metric").all_inner_texts() == ["sentbleu", "chrf"]
+        page.click("h1 a")  # the dataset version's page, a file beside it
+        page.wait_for_selector("table.systems")
+        assert log.console_errors == [] and log.errors == [] and log.failed_requests == []
 
 
 def test_serve_refuses_a_public_address_without_sign_in(in_home: dict[str, Any]) -> None:

@@ -33,8 +33,12 @@ from assay.report.sections import drift as drift_section
 from assay.report.sections import neighbors as neighbors_section
 from assay.report.svg import esc
 from assay.results import robustness as robustness_results
+from assay.serve.export import INDEX, export_site
 
-__all__ = ["build_report"]
+__all__ = ["PAGES_DIR", "build_report"]
+
+PAGES_DIR = "pages"
+"""Where the report's folder holds the served pages, exported (:func:`assay.serve.export.export_site`)."""
 
 
 
@@ -77,13 +81,14 @@ def build_report(out_dir: Path | str, settings: Settings | None = None, *, main_
     }
     if sides:  # labelled, never in the headline panels (assay.results.headline)
         counts["side evaluations (not shown; assay leaderboard --side)"] = len(sides)
+    exported = export_site(settings, Path(out_dir) / PAGES_DIR)
     html = render_page(sections, generated_at=datetime.now(UTC), code_version=ctx.code_version,
-                       code_note=ctx.notes.marker(code_note), counts=counts)
+                       code_note=ctx.notes.marker(code_note), counts=counts, pages_link=f"{PAGES_DIR}/{INDEX}")
     target = write_text(html, Path(out_dir) / REPORT_FILE)
     evaluate_runs = sorted({r for e in [*evaluations, *drift_evaluations] for r in e.run_ids})
     RunRecorder(settings, "report", inputs={"evaluate_runs": evaluate_runs,
                                             "dataset_versions": sorted(v.ref.digest for v in versions)},
                 parameters={"main_dataset": main_dataset, "sample_limit": sample_limit, "seed": seed},
-                started=started).record({"path": str(target.resolve()), **counts,
+                started=started).record({"path": str(target.resolve()), **counts, "pages": len(exported),
                                          "sha256": hashlib.sha256(html.encode()).hexdigest()})
     return target

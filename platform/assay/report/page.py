@@ -51,13 +51,16 @@ SCRIPT = """
 
 
 def render_page(sections: Sequence[Section], *, generated_at: datetime, code_version: str, code_note: str,
-                counts: dict[str, int]) -> str:
-    """The complete, self-contained HTML document."""
+                counts: dict[str, int], pages_link: str | None = None) -> str:
+    """The complete, self-contained HTML document; ``pages_link`` (relative) leads to the exported
+    served pages (:mod:`assay.serve.export`)."""
     toc = "".join(f'<a href="#{esc(s.id)}">{i}. {esc(s.title)}</a>' for i, s in enumerate(sections, 1))
     stats = "".join(f'<div class="stat"><b>{v:,}</b>{esc(k)}</div>' for k, v in counts.items())
     body = "".join(f'<section id="{esc(s.id)}"><h2><span class="num">{i}.</span>{esc(s.title)}</h2>{s.body}</section>'
                    for i, s in enumerate(sections, 1))
     when = generated_at.strftime("%Y-%m-%d %H:%M UTC")
+    pages = (f'<a href="{esc(pages_link)}" id="served-pages">the leaderboard pages (as <code>assay serve</code> shows '
+             "them)</a>" if pages_link else "")
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -72,7 +75,7 @@ def render_page(sections: Sequence[Section], *, generated_at: datetime, code_ver
 <p class="meta">Generated {esc(when)} by <code>{esc(code_version)}</code>{code_note}. Every number shows its
 signature, dataset version and run on hover and in the numbered notes at the end.</p>
 <div class="stats">{stats}</div>
-<nav class="toc">{toc}</nav>
+<nav class="toc">{toc}{pages}</nav>
 </div></header>
 <main class="wrap">{body}</main>
 <footer class="wrap">Static page: inline SVG and CSS, no network access needed. Written by

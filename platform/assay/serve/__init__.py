@@ -3,7 +3,9 @@
 - ``access``: who may read it (HTTP basic auth, bearer tokens, or loopback only);
 - ``views``: what the pages show, as plain data (the overview, a leaderboard and its filters);
 - ``links``: every page's address, built in one place;
-- ``app``: the Starlette app, its pages and their JSON twins.
+- ``pages``: each page built once (template, JSON twin, what it shows), for the app and the export;
+- ``app``: the Starlette app: requests to pages and their JSON twins;
+- ``export``: the pages as self-contained files, for ``assay report``.
 """
 
-__all__ = ["access", "app", "links", "views"]
+__all__ = ["access", "app", "export", "links", "pages", "views"]

@@ -41,15 +41,11 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from importlib import resources
 from typing import Any
-from urllib.parse import urlencode
 
-from jinja2 import Environment, PackageLoader, select_autoescape
-from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -59,19 +55,22 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from assay.catalog.engine import get_engine
-from assay.catalog.version_detail import describe_version, version_fact_lines
-from assay.checkpoints.record import checkpoint_record
 from assay.config import Settings
 from assay.errors import AssayError, NotFoundError
-from assay.provenance import code_version
-from assay.query.compare import compare
-from assay.query.error_matrix import error_matrix
-from assay.query.leaderboard import LeaderboardQuery, leaderboard
-from assay.report.spans import error_label, highlight
-from assay.results.correlations import MEAN_GROUP, counted
-from assay.serve import links
+from assay.query.leaderboard import LeaderboardQuery
+from assay.results.correlations import MEAN_GROUP
 from assay.serve.access import Access
-from assay.serve.views import choices, heat_class, history_chart, overview, report_css
+from assay.serve.pages import (
+    Page,
+    checkpoint_page,
+    compare_page,
+    dataset_page,
+    environment,
+    errors_page,
+    leaderboard_page,
+    overview_page,
+)
+from assay.serve.views import report_css
 
 __all__ = ["HEALTH_PATH", "MAX_PARAMETER_CHARS", "MAX_QUERY_BYTES", "create_app", "startup_line"]
 
@@ -98,17 +97,6 @@ _TITLES = {400: "bad request", 401: "sign-in required", 404: "not found", 405: "
 log = logging.getLogger("assay.serve")
 
 
-def _fmt(value: float | None) -> str:
-    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.4f}"
-
-
-def _marked(text: str | None, errors: list[dict[str, Any]], side: str = "target") -> tuple[Markup, list[Any]]:
-    """:func:`assay.report.spans.highlight` for a template: its HTML (every piece of text already
-    escaped there) marked safe, and the errors without a span."""
-    html, unplaced = highlight(text or "", errors, side=side)
-    return Markup(html), list(unplaced)  # highlight() escapes every piece of text itself
-
-
 def _wants_json(request: Request) -> bool:
     if request.url.path.endswith(".json"):
         return True
@@ -133,25 +121,26 @@ def _parameter(request: Request, name: str, default: str | None = None) -> str |
 def create_app(settings: Settings, access: Access) -> Starlette:
     """The app over ``settings``' catalog and stores, behind ``access``. The catalog is opened
     read-only (:attr:`assay.config.Settings.catalog_read_only`); an embedded one is first created and
-    migrated as by any command, so ``assay serve`` on a new home needs no set-up."""
+    migrated as by any command, so ``assay serve`` on a new home needs no set-up.
+
+    The page handlers are plain functions: Starlette runs them in its thread pool, so a slow query
+    does not hold up the other requests (DuckDB and the database drivers release the GIL)."""
     if settings.catalog_is_embedded and not settings.catalog_read_only:
         get_engine(settings)
     settings = replace(settings, catalog_read_only=True)
-    templates = Environment(loader=PackageLoader("assay.serve", "templates"), autoescape=select_autoescape(["html"]))
-    templates.globals.update(fmt=_fmt, counted=counted, code_version=code_version(), links=links,
-                             heat_class=heat_class, highlight=_marked, error_label=error_label)
+    templates = environment()
     static = {name: (resources.files("assay.serve").joinpath("static", name).read_bytes(), kind)
               for name, kind in _STATIC.items()}
     # the report's stylesheet (charts, heat maps, error spans): one home for how they look
     static["report.css"] = (report_css().encode(), "text/css; charset=utf-8")
 
-    def page(request: Request, template: str, json_payload: Any, **context: Any) -> Response:
+    def respond(request: Request, shown: Page) -> Response:
         if _wants_json(request):
-            return _json(json_payload)
+            return _json(shown.payload)
         path = request.url.path
         json_path = (path.rstrip("/") or "/index") + ".json" if path != "/" else "/index.json"
         json_link = json_path + (f"?{request.url.query}" if request.url.query else "")
-        return HTMLResponse(templates.get_template(template).render(json_link=json_link, **context))
+        return HTMLResponse(templates.get_template(shown.template).render(json_link=json_link, **shown.context))
 
     def error(request: Request, status: int, message: str) -> Response:
         headers = {"WWW-Authenticate": access.challenge} if status == 401 else None
@@ -165,71 +154,50 @@ def create_app(settings: Settings, access: Access) -> Starlette:
             response.headers[key] = value
         return response
 
-    async def home(request: Request) -> Response:
-        cells = overview(settings)
-        shown = [{**c.as_dict(), "link": "/leaderboard?" + urlencode(
-            {"dataset": c.dataset, "level": c.level, "stat": c.statistic, "group": c.group, "aspect": c.aspect})}
-            for c in cells]
-        return page(request, "overview.html", [c.as_dict() for c in cells], cells=shown)
-
-    async def board(request: Request) -> Response:
-        dataset = _parameter(request, "dataset")
-        if dataset is None:
-            raise HTTPException(400, "parameter 'dataset' is required (NAME or NAME@VERSION)")
-        level = _parameter(request, "level")
-        if level is not None and level not in LEVELS:
-            raise HTTPException(400, f"level {level!r} is not one of {', '.join(LEVELS)}")
-        query = LeaderboardQuery(dataset, level, _parameter(request, "stat"), _parameter(request, "group", MEAN_GROUP)
-                                 or MEAN_GROUP, _parameter(request, "aspect"), protocol=_parameter(request, "protocol"),
-                                 side=_parameter(request, "side")).resolved()
-        rows = leaderboard(query, settings)
-        if _wants_json(request):
-            return _json(rows)
-        assert query.level is not None
-        first = rows[0]
-        pinned = {"dataset": f"{first['dataset']}@{first['version_number']}", "level": query.level,
-                  "stat": query.statistic, "group": query.group}
-        pinned.update({k: v for k, v in (("aspect", query.aspect), ("protocol", query.protocol),
-                                         ("side", query.side)) if v})
-        return page(request, "leaderboard.html", rows, rows=rows, query=query,
-                    version_label=f"{first['dataset']}@{first['version_number']}",
-                    choices=choices(settings, dataset, query.level, query.group),
-                    permalink="/leaderboard?" + urlencode(pinned),
-                    degenerate=[r for r in rows if r.get("degenerate")])
-
     def required(request: Request, name: str, what: str) -> str:
         value = _parameter(request, name)
         if value is None:
             raise HTTPException(400, f"parameter {name!r} is required ({what})")
         return value
 
-    async def compare_page(request: Request) -> Response:
-        dataset = required(request, "dataset", "NAME or NAME@VERSION")
-        first, second = required(request, "first", "a metric, signature or checkpoint"), required(
-            request, "second", "a metric, signature or checkpoint")
+    def level_of(request: Request) -> str | None:
         level = _parameter(request, "level")
         if level is not None and level not in LEVELS:
             raise HTTPException(400, f"level {level!r} is not one of {', '.join(LEVELS)}")
-        query = LeaderboardQuery(dataset, level, _parameter(request, "stat"), aspect=_parameter(request, "aspect"),
+        return level
+
+    def home(request: Request) -> Response:
+        return respond(request, overview_page(settings))
+
+    def board(request: Request) -> Response:
+        dataset = required(request, "dataset", "NAME or NAME@VERSION")
+        query = LeaderboardQuery(dataset, level_of(request), _parameter(request, "stat"),
+                                 _parameter(request, "group", MEAN_GROUP) or MEAN_GROUP, _parameter(request, "aspect"),
                                  protocol=_parameter(request, "protocol"), side=_parameter(request, "side"))
-        result = compare(query, first, second, settings)
-        return page(request, "compare.html", result, result=result)
+        return respond(request, leaderboard_page(settings, query))
 
-    async def checkpoint_page(request: Request) -> Response:
-        record = checkpoint_record(settings, required(request, "ref", "a checkpoint's name or digest prefix"))
-        return page(request, "checkpoint.html", record, record=record, chart=Markup(history_chart(record)))
+    def compared(request: Request) -> Response:
+        dataset = required(request, "dataset", "NAME or NAME@VERSION")
+        first, second = required(request, "first", "a metric, signature or checkpoint"), required(
+            request, "second", "a metric, signature or checkpoint")
+        query = LeaderboardQuery(dataset, level_of(request), _parameter(request, "stat"),
+                                 aspect=_parameter(request, "aspect"), protocol=_parameter(request, "protocol"),
+                                 side=_parameter(request, "side"))
+        return respond(request, compare_page(settings, query, first, second))
 
-    async def dataset_page(request: Request) -> Response:
-        detail = describe_version(settings, required(request, "ref", "NAME or NAME@VERSION"))
-        return page(request, "dataset.html", detail, detail=detail, fact_lines=version_fact_lines(detail["info"]))
+    def checkpoint(request: Request) -> Response:
+        return respond(request, checkpoint_page(settings, required(request, "ref",
+                                                                   "a checkpoint's name or digest prefix")))
 
-    async def errors_page(request: Request) -> Response:
+    def dataset(request: Request) -> Response:
+        return respond(request, dataset_page(settings, required(request, "ref", "NAME or NAME@VERSION")))
+
+    def errors(request: Request) -> Response:
         dataset = required(request, "dataset", "an MQM or ESA dataset, NAME or NAME@VERSION")
         by = _parameter(request, "by")
         if by is not None and by not in BY_LEVELS:
             raise HTTPException(400, f"by {by!r} is not one of {', '.join(BY_LEVELS)}")
-        matrix = error_matrix(settings, dataset, by)
-        return page(request, "errors.html", matrix, matrix=matrix)
+        return respond(request, errors_page(settings, dataset, by))
 
     async def health(request: Request) -> Response:
         """For a load balancer or a Kubernetes probe: answers without sign-in and says nothing else."""
@@ -258,14 +226,14 @@ def create_app(settings: Settings, access: Access) -> Starlette:
         Route("/index.json", home, methods=["GET", "HEAD"]),
         Route("/leaderboard", board, methods=["GET", "HEAD"]),
         Route("/leaderboard.json", board, methods=["GET", "HEAD"]),
-        Route("/compare", compare_page, methods=["GET", "HEAD"]),
-        Route("/compare.json", compare_page, methods=["GET", "HEAD"]),
-        Route("/checkpoint", checkpoint_page, methods=["GET", "HEAD"]),
-        Route("/checkpoint.json", checkpoint_page, methods=["GET", "HEAD"]),
-        Route("/dataset", dataset_page, methods=["GET", "HEAD"]),
-        Route("/dataset.json", dataset_page, methods=["GET", "HEAD"]),
-        Route("/errors", errors_page, methods=["GET", "HEAD"]),
-        Route("/errors.json", errors_page, methods=["GET", "HEAD"]),
+        Route("/compare", compared, methods=["GET", "HEAD"]),
+        Route("/compare.json", compared, methods=["GET", "HEAD"]),
+        Route("/checkpoint", checkpoint, methods=["GET", "HEAD"]),
+        Route("/checkpoint.json", checkpoint, methods=["GET", "HEAD"]),
+        Route("/dataset", dataset, methods=["GET", "HEAD"]),
+        Route("/dataset.json", dataset, methods=["GET", "HEAD"]),
+        Route("/errors", errors, methods=["GET", "HEAD"]),
+        Route("/errors.json", errors, methods=["GET", "HEAD"]),
         Route("/static/{name}", static_file, methods=["GET", "HEAD"]),
         Route(HEALTH_PATH, health, methods=["GET", "HEAD"]),
     ]

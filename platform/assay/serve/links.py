@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-__all__ = ["checkpoint", "compare", "dataset", "errors", "leaderboard"]
+__all__ = ["checkpoint", "compare", "dataset", "errors", "home", "leaderboard"]
 
 
 def _to(path: str, **params: object) -> str:
     shown = {k: str(v) for k, v in params.items() if v not in (None, "")}
     return path + ("?" + urlencode(shown) if shown else "")
+
+
+def home() -> str:
+    return "/"
 
 
 def leaderboard(dataset: str, *, level: str | None = None, stat: str | None = None, group: str | None = None,
