@@ -166,6 +166,11 @@ def test_the_headline_is_shown_and_a_side_evaluation_only_under_its_label(in_hom
     ("/compare?dataset=wmt16&first=chrf&second=sentbleu&level=x%27", 400, "is not one of"),
     ("/errors?dataset=wmt16", 404, "no error analysis of wmt16"),
     ("/errors?dataset=wmt16&by=%27%20OR%201=1", 400, "is not one of category"),
+    ("/errors?dataset=..%2F..%2Fetc%2Fpasswd", 400, "invalid dataset name"),
+    ("/checkpoint?ref=%27%20OR%201=1--", 404, "no checkpoint"),
+    ("/compare?dataset=wmt16&first=%27%20OR%201=1--&second=chrf", 404, "no group of wmt16 has both"),
+    ("/compare?dataset=wmt16&first=chrf&second=sentbleu&side=%3Cscript%3E", 404, "&lt;script&gt;"),
+    ("/dataset.json?ref=wmt16@99", 404, ""),
 ])
 def test_bad_requests_get_a_4xx_page_without_a_traceback(in_home: dict[str, Any], path: str, status: int,
                                                           says: str) -> None:
@@ -216,6 +221,27 @@ def test_the_catalog_is_opened_read_only(in_home: dict[str, Any], postgres_url: 
     finally:
         engine.dispose()
     reset_engines()
+
+
+def test_a_new_evaluation_is_served_without_a_restart(shared_data: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The app reads the catalog and the stores on every request: a run evaluated while it serves
+    (last night's) is the headline at once, and a newly ingested dataset has its page."""
+    with assay_home_at(tmp_path / "home") as home:
+        monkeypatch.setenv("ASSAY_HOME", str(home))
+        ingest_path(shared_data / "wmt16-da-seg", options={"groups": "cs-en"})
+        score_dataset("wmt16", MetricSpec("sentbleu"), progress=False)
+        first = evaluate("wmt16", level="seg", statistics=["kendall"], n_resamples=50)
+        client = _client()
+        shown = client.get("/leaderboard.json?dataset=wmt16&group=cs-en")
+        assert shown.status_code == 200, shown.text
+        assert {r["run_id"] for r in shown.json()} == {first["run_id"]}
+        assert client.get("/dataset?ref=mqm-ted-ende").status_code == 404
+        second = evaluate("wmt16", level="seg", statistics=["kendall"], n_resamples=50, seed=7)
+        newest = client.get("/leaderboard.json?dataset=wmt16&group=cs-en").json()
+        assert {r["run_id"] for r in newest} == {second["run_id"]}
+        ingest_path(shared_data / "mqm-ted-ende")
+        assert client.get("/dataset?ref=mqm-ted-ende").status_code == 200
 
 
 def test_basic_auth_and_bearer_tokens(in_home: dict[str, Any], tmp_path: Path) -> None:
