@@ -60,6 +60,7 @@ from assay.errors import AssayError, NotFoundError
 from assay.query.leaderboard import LeaderboardQuery
 from assay.results.correlations import MEAN_GROUP
 from assay.serve.access import Access
+from assay.serve.freshness import Answer, PageCache, state_token
 from assay.serve.pages import (
     Page,
     checkpoint_page,
@@ -133,6 +134,24 @@ def create_app(settings: Settings, access: Access) -> Starlette:
               for name, kind in _STATIC.items()}
     # the report's stylesheet (charts, heat maps, error spans): one home for how they look
     static["report.css"] = (report_css().encode(), "text/css; charset=utf-8")
+
+    cache = PageCache()
+
+    def fresh(handler: Callable[[Request], Response]) -> Callable[[Request], Response]:
+        """``handler``, its 200 answers reused while the catalog and stores are unchanged
+        (:mod:`assay.serve.freshness`)."""
+        def answer(request: Request) -> Response:
+            key = (request.url.path, request.url.query, _wants_json(request))
+            token = state_token(settings)
+            hit = cache.get(key, token)
+            if hit is not None:
+                return Response(hit.body, media_type=hit.media_type)
+            response = handler(request)
+            if response.status_code == 200 and response.media_type is not None:
+                cache.put(key, token, Answer(bytes(response.body), response.media_type))
+            return response
+
+        return answer
 
     def respond(request: Request, shown: Page) -> Response:
         if _wants_json(request):
@@ -222,18 +241,18 @@ def create_app(settings: Settings, access: Access) -> Starlette:
         return error(request, 500, "the request failed; the server's log has the details")
 
     routes = [
-        Route("/", home, methods=["GET", "HEAD"]),
-        Route("/index.json", home, methods=["GET", "HEAD"]),
-        Route("/leaderboard", board, methods=["GET", "HEAD"]),
-        Route("/leaderboard.json", board, methods=["GET", "HEAD"]),
-        Route("/compare", compared, methods=["GET", "HEAD"]),
-        Route("/compare.json", compared, methods=["GET", "HEAD"]),
-        Route("/checkpoint", checkpoint, methods=["GET", "HEAD"]),
-        Route("/checkpoint.json", checkpoint, methods=["GET", "HEAD"]),
-        Route("/dataset", dataset, methods=["GET", "HEAD"]),
-        Route("/dataset.json", dataset, methods=["GET", "HEAD"]),
-        Route("/errors", errors, methods=["GET", "HEAD"]),
-        Route("/errors.json", errors, methods=["GET", "HEAD"]),
+        Route("/", fresh(home), methods=["GET", "HEAD"]),
+        Route("/index.json", fresh(home), methods=["GET", "HEAD"]),
+        Route("/leaderboard", fresh(board), methods=["GET", "HEAD"]),
+        Route("/leaderboard.json", fresh(board), methods=["GET", "HEAD"]),
+        Route("/compare", fresh(compared), methods=["GET", "HEAD"]),
+        Route("/compare.json", fresh(compared), methods=["GET", "HEAD"]),
+        Route("/checkpoint", fresh(checkpoint), methods=["GET", "HEAD"]),
+        Route("/checkpoint.json", fresh(checkpoint), methods=["GET", "HEAD"]),
+        Route("/dataset", fresh(dataset), methods=["GET", "HEAD"]),
+        Route("/dataset.json", fresh(dataset), methods=["GET", "HEAD"]),
+        Route("/errors", fresh(errors), methods=["GET", "HEAD"]),
+        Route("/errors.json", fresh(errors), methods=["GET", "HEAD"]),
         Route("/static/{name}", static_file, methods=["GET", "HEAD"]),
         Route(HEALTH_PATH, health, methods=["GET", "HEAD"]),
     ]
