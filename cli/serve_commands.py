@@ -36,6 +36,7 @@ def serve_command(host: str, port: int, tokens_file: Path | None) -> None:
     listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind((host, port))
+    listener.listen(2048)  # connections wait in the backlog from now on: ready when the line is printed
     bound = listener.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     click.echo(startup_line(f"http://{shown}:{bound}/", access), err=True)

@@ -371,6 +371,37 @@ def test_the_report_exports_the_served_pages(in_home: dict[str, Any], tmp_path: 
         assert log.console_errors == [] and log.errors == [] and log.failed_requests == []
 
 
+def test_concurrent_requests_to_a_real_server(in_home: dict[str, Any]) -> None:
+    """20 clients at once on a real ``assay serve`` (its handlers run in a thread pool, the catalog
+    read-only): every answer is right, before and after the answers are reused. Once, SQLite's
+    read-only engine shared one connection between threads and the server died of a segfault."""
+    import urllib.request
+    from concurrent.futures import ThreadPoolExecutor
+
+    env = {**os.environ, "ASSAY_HOME": str(in_home["home"])}
+    env.pop(AUTH_VARIABLE, None)
+    process, line = start_serve(env)
+    url = line[line.index("http://"):].split()[0]
+    paths = ["leaderboard.json?dataset=wmt16", "leaderboard.json?dataset=wmt16&stat=pearson", "index.json",
+             "dataset.json?ref=wmt16", "compare.json?dataset=wmt16&first=chrf&second=sentbleu"]
+
+    def fetch(k: int) -> tuple[str, int, Any]:
+        path = paths[k % len(paths)]
+        with urllib.request.urlopen(url + path, timeout=60) as response:
+            return path, response.status, json.loads(response.read())
+
+    try:
+        with ThreadPoolExecutor(20) as pool:
+            answers = list(pool.map(fetch, range(100)))
+        assert process.poll() is None, process.communicate()[1][-2000:]
+    finally:
+        process.terminate()
+        process.communicate(timeout=20)
+    client = _client()
+    for path, status, body in answers:
+        assert status == 200 and body == client.get("/" + path).json(), path
+
+
 def test_serve_refuses_a_public_address_without_sign_in(in_home: dict[str, Any]) -> None:
     result = CliRunner().invoke(cli, ["serve", "--host", "0.0.0.0"], env={AUTH_VARIABLE: ""})
     assert result.exit_code == 2 and "would let anyone on the network" in result.output

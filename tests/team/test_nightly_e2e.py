@@ -13,7 +13,8 @@ database, a shared store in a temporary folder, ``assay deploy``, and two real p
    --cron`` moves the nightly schedule to the next minutes. The schedule fires (a real scheduled
    run, not ``prefect deployment run``): the sweep registers B and evaluates it.
 4. **leaderboard**: both checkpoints, with their lineage; the ledger holds one completed row each.
-5. **docs/TEAM.md**: §6 and the user's section, in the doc's order (checkpoint D).
+5. **docs/TEAM.md**: §6 and the user's section, in the doc's order (checkpoint D), then §7: `assay
+   serve` on the team's catalog behind basic auth, its leaderboard link equal to the CLI's.
 
 tests/team/test_nightly_kill_e2e.py runs the killed worker and the sweep on a setup of its own, beside
 this one. The checkpoints are tiny RANDOM BERT models (tests/robustness_support.py); their
@@ -108,7 +109,7 @@ def test_event_then_schedule_then_leaderboard(team: dict[str, Any], tmp_path: Pa
 
 
 def test_team_md_check_and_user_section_on_the_team_server(team: dict[str, Any], tmp_path: Path) -> None:
-    """docs/TEAM.md §6 and "The nightly evaluation, as a user sees it", in the doc's order, on the
+    """docs/TEAM.md §6, "The nightly evaluation, as a user sees it" and §7, in the doc's order, on the
     team server with its workers (issue 17: the doc true step by step; tests/test_docs_commands.py
     checks that every command it shows parses)."""
     env = team["env"]
@@ -143,3 +144,26 @@ def test_team_md_check_and_user_section_on_the_team_server(team: dict[str, Any],
     assert "nightly-d" in board.stdout
     run_assay(env, "report", "--out", str(tmp_path / "report"))
     assert "nightly-d" in (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+
+    # §7: the shared leaderboard, `assay serve` on the team's PostgreSQL catalog and store, behind
+    # basic auth; the link a colleague opens answers what `assay leaderboard --json` prints
+    import base64
+    import urllib.request
+
+    from tests.report_support import start_serve
+
+    password = "team-" + os.urandom(8).hex()
+    process, line = start_serve({**env, "ASSAY_SERVE_AUTH": f"team:{password}"})
+    try:
+        assert "HTTP basic auth" in line and password not in line
+        url = line[line.index("http://"):].split()[0]
+        request = urllib.request.Request(f"{url}leaderboard.json?dataset={team['dataset']}&level=seg", headers={
+            "Authorization": "Basic " + base64.b64encode(f"team:{password}".encode()).decode()})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            served = json.loads(response.read())
+        board = json.loads(run_assay(env, "leaderboard", "--dataset", team["dataset"], "--level", "seg",
+                                     "--json").stdout)
+        assert served == board and any("nightly-d" in (r.get("checkpoint") or "") for r in served)
+    finally:
+        process.terminate()
+        process.communicate(timeout=20)

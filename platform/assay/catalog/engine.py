@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import QueuePool
 
 from assay.config import Settings, load_settings
 from assay.errors import CatalogError, CatalogOutOfDate
@@ -101,7 +102,9 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
     if parsed.get_backend_name() == "sqlite":
         if read_only and parsed.database and parsed.database != ":memory:":
             location = Path(parsed.database).resolve().as_uri()  # file:///... (quoted)
-            engine = create_engine("sqlite://", creator=lambda: sqlite3.connect(
+            # a pool of its own connections: "sqlite://" alone would get SQLAlchemy's pool for an
+            # in-memory database, one connection per thread, closed under another thread's feet
+            engine = create_engine("sqlite://", poolclass=QueuePool, creator=lambda: sqlite3.connect(
                 f"{location}?mode=ro", uri=True, timeout=SQLITE_BUSY_TIMEOUT_MS / 1000, check_same_thread=False))
             event.listen(engine, "connect", _sqlite_read_only_pragmas)
             return engine
