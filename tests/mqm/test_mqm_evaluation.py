@@ -225,3 +225,23 @@ def _side_evaluations_never_take_the_headline(name: str, one_rater: dict[str, An
     missing = runner.invoke(cli, ["leaderboard", *pair, "--side", "rater nobody"])
     assert missing.exit_code != 0
     assert "'human translations included'" in missing.output and "'rater rater1'" in missing.output
+
+    # the served leaderboard in chromium: the headline by default, the rater's side evaluation only
+    # through the filter, under its label and the rater's own aspect
+    import os
+
+    from tests.report_support import open_page, require_browser, served
+
+    executable = require_browser()
+    with served(Path(os.environ["ASSAY_HOME"])) as url, open_page(
+            f"{url}leaderboard?dataset={name}&stat=kendall&group=en-de", executable) as (page, log):
+        assert "side evaluation" not in page.inner_text("h1")
+        assert sorted(page.locator("table.leaderboard tbody td:nth-child(5)").all_inner_texts()) == sorted(
+            f"{r['value']:.4f}" for r in headline["rows"])
+        page.select_option("select[name=side]", "rater rater1")
+        page.click("form.filters button")
+        page.wait_for_selector("h1 .side")
+        assert "side evaluation: rater rater1" in page.inner_text("h1")
+        assert set(page.locator("table.leaderboard tbody td:nth-child(8)").all_inner_texts()) == {
+            "mqm:mtme:rater=rater1"}
+        assert log.console_errors == [] and log.errors == [] and log.failed_requests == []

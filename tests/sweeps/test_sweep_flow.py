@@ -119,6 +119,7 @@ def test_a_sweep_prunes_a_hopeless_trial_and_resumes_after_a_kill(prefect_engine
     # the best trial's checkpoint is registered with the sweep in its lineage; the pruned one is not
     info = json.loads(runner.invoke(cli, ["checkpoints", "show", "lr-t1", "--json"]).stdout)
     assert info["lineage"]["hyperparameters"]["extra"]["sweep"] == "lr"
+    assert info["sweep"]["sweep"] == "lr" and info["sweep"]["trial"] == 1  # the checkpoint page's sweep row
     assert info["lineage"]["hyperparameters"]["extra"]["trial"] == 1
     assert info["lineage"]["hyperparameters"]["extra"]["space_digest"] == summary["space_digest"]
     assert runner.invoke(cli, ["checkpoints", "show", "lr-t2", "--json"]).exit_code != 0

@@ -6,6 +6,7 @@ show --json`` prints it and the served checkpoint page (:mod:`assay.serve`) rend
   ``lineage_nightly``: those of every checkpoint of its lineage (the same root ancestor);
 * ``regressions``: the nightly checks that found it significantly worse than the team's best
   (:func:`assay.nightly.regressions.list_regressions`);
+* ``sweep``: the ``assay sweep`` and trial that trained it (from its hyper-parameters), or null;
 * ``error_analysis``: its stored ``assay errors`` runs against a parent checkpoint, the cells
   that got better or worse (:mod:`assay.results.error_analysis`), newest run per dataset and ``--by``.
 """
@@ -56,4 +57,7 @@ def checkpoint_record(settings: Settings, ref: str) -> dict[str, Any]:
     record["nightly"] = [p for p in record["lineage_nightly"] if p["checkpoint_digest"] == checkpoint.digest]
     record["regressions"] = list_regressions(settings, checkpoint=checkpoint.digest)
     record["error_analysis"] = _error_comparisons(settings, checkpoint)
+    extra = (record["lineage"].get("hyperparameters") or {}).get("extra") or {}
+    record["sweep"] = ({"sweep": extra["sweep"], "trial": extra.get("trial"), "space_digest": extra.get("space_digest")}
+                       if "sweep" in extra else None)
     return record

@@ -5,7 +5,8 @@
 - ``links``: every page's address, built in one place;
 - ``pages``: each page built once (template, JSON twin, what it shows), for the app and the export;
 - ``app``: the Starlette app: requests to pages and their JSON twins;
-- ``export``: the pages as self-contained files, for ``assay report``.
+- ``export``: the pages as self-contained files, for ``assay report``;
+- ``freshness``: answers reused while the catalog and the stores are unchanged.
 """
 
-__all__ = ["access", "app", "export", "links", "pages", "views"]
+__all__ = ["access", "app", "export", "freshness", "links", "pages", "views"]
