@@ -158,6 +158,7 @@ def test_recipe_synthesizes_pretrains_and_finetunes_without_touching_the_evaluat
     info = json.loads(_ok(runner, ["checkpoints", "show", "toy-finetune-s12345", "--json"]))
     assert info["parent"] == "toy-pretrain-s12345"
     assert info["lineage"]["excluded"] == ["wmt17"]
+    assert info["recipe"] == {"recipe": "bleurt", "name": "toy", "stage": "finetune"}  # the checkpoint page's row
     assert [a["name"] for a in info["ancestors"]] == ["toy-pretrain-s12345"]
     pre = json.loads(_ok(runner, ["checkpoints", "show", "toy-pretrain-s12345", "--json"]))
     assert pre["lineage"]["datasets"][0]["label"] == "synth-wmt16-wmt18@1"

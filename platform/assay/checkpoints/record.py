@@ -7,6 +7,7 @@ show --json`` prints it and the served checkpoint page (:mod:`assay.serve`) rend
 * ``regressions``: the nightly checks that found it significantly worse than the team's best
   (:func:`assay.nightly.regressions.list_regressions`);
 * ``sweep``: the ``assay sweep`` and trial that trained it (from its hyper-parameters), or null;
+* ``recipe``: the ``assay train --recipe`` run's recipe name and stage that made it, or null;
 * ``error_analysis``: its stored ``assay errors`` runs against a parent checkpoint, the cells
   that got better or worse (:mod:`assay.results.error_analysis`), newest run per dataset and ``--by``.
 """
@@ -60,4 +61,6 @@ def checkpoint_record(settings: Settings, ref: str) -> dict[str, Any]:
     extra = (record["lineage"].get("hyperparameters") or {}).get("extra") or {}
     record["sweep"] = ({"sweep": extra["sweep"], "trial": extra.get("trial"), "space_digest": extra.get("space_digest")}
                        if "sweep" in extra else None)
+    record["recipe"] = ({"recipe": extra["recipe"], "name": extra.get("recipe_name"),
+                         "stage": extra.get("recipe_stage")} if "recipe" in extra else None)
     return record

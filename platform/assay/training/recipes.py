@@ -50,6 +50,10 @@ def _webnlg_defaults() -> dict[str, Any]:
     return {**_finetune_defaults(), "epochs": 4.0}
 
 
+RECIPE = "bleurt"
+"""The recipe's name, as ``assay train --recipe`` takes it and a checkpoint's lineage records it."""
+
+
 @dataclass(frozen=True)
 class BleurtRecipe:
     """The stages and their settings; every field is recorded with the recipe's run."""
@@ -119,8 +123,11 @@ class BleurtRecipe:
         ).validate()
 
     def stage_config(self, stage: str) -> dict[str, Any]:
+        """The stage's training config; its ``extra`` names the recipe and the stage, so the
+        checkpoint's lineage says which recipe made it (``assay checkpoints show``, the served page)."""
         base = {"pretrain": self.pretrain, "finetune": self.finetune, "webnlg": self.webnlg_finetune}[stage]
-        return {"seed": self.seed, "head_input": self.pooling, **base}
+        return {"seed": self.seed, "head_input": self.pooling, **base,
+                "extra": {**base.get("extra", {}), "recipe": RECIPE, "recipe_name": self.name, "recipe_stage": stage}}
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
