@@ -222,13 +222,6 @@ def _correlation_rows(settings: Settings, dataset: str, run_id: str, level: str)
     return [r for r in correlations.read_run(settings, dataset, run_id) if r["level"] == level]
 
 
-def _p_values(settings: Settings, dataset: str, run_id: str, level: str
-              ) -> dict[tuple[str, str, str, str, str], tuple[float, str]]:
-    """(group, aspect, statistic, better, worse) -> (p-value, test) of one evaluation run."""
-    return {(r["group"], r["aspect"], r["statistic"], r["better"], r["worse"]): (r["p_value"], r["test"])
-            for r in significance.read_run(settings, dataset, run_id) if r["level"] == level}
-
-
 def _of_checkpoint(rows: list[dict[str, Any]], digest: str) -> dict[CellKey, dict[str, Any]]:
     """The rows scored with checkpoint ``digest`` (:func:`assay.checkpoints.labels.row_checkpoint`), by
     (group, aspect, statistic)."""
@@ -322,7 +315,7 @@ def _compare_on(settings: Settings, version: _Version, level: str, statistics: s
         return []
     own_run = own_entry.evaluate_run_id
     own_stored = _Stored(_correlation_rows(settings, version.ref.name, own_run, level),
-                         _p_values(settings, version.ref.name, own_run, level))
+                         significance.stored_tests(settings, version.ref.name, own_run, level))
     own_signatures = {r["signature"] for r in own_stored.rows}
     missing = {k: v for k, v in best.items() if v[1]["signature"] not in own_signatures}
     paired = _paired_comparison(settings, version, level, own_entry, own_rows, missing, n_resamples, seed) \

@@ -14,8 +14,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-import duckdb
-
 from assay.config import Settings
 from assay.datasets.names import DatasetRef
 from assay.errors import NotFoundError, UsageError
@@ -45,15 +43,8 @@ def _stored_test(settings: Settings, dataset: str, better: dict[str, Any], worse
                  statistic: str) -> tuple[float | None, str | None]:
     """The p-value that ``better`` truly correlates better than ``worse``, and its test, from the
     evaluation run that produced both rows; (None, None) where that run stored no test of the pair."""
-    with duckdb.connect() as con:
-        source = significance.sql_source(con, settings, dataset)
-        if source is None:
-            return None, None
-        found = con.execute(
-            f"""SELECT p_value, test FROM {source} WHERE run_id = $run AND level = $level AND statistic = $statistic
-                AND "group" = $group AND aspect = $aspect AND better = $better AND worse = $worse""",
-            {"run": better["run_id"], "level": level, "statistic": statistic, "group": better["group"],
-             "aspect": better["aspect"], "better": better["signature"], "worse": worse["signature"]}).fetchone()
+    found = significance.stored_tests(settings, dataset, better["run_id"], level).get(
+        (better["group"], better["aspect"], statistic, better["signature"], worse["signature"]))
     return (float(found[0]), str(found[1])) if found else (None, None)
 
 

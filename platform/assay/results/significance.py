@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from assay.config import Settings
 from assay.results import parts
 
 STORE = "significance"
@@ -37,3 +38,12 @@ write = PARTS.write
 files = PARTS.files
 read_run = PARTS.read_run
 sql_source = PARTS.sql_source
+
+
+def stored_tests(settings: Settings, dataset: str, run_id: str, level: str
+                 ) -> dict[tuple[str, str, str, str, str], tuple[float, str]]:
+    """The pairwise tests one evaluation run stored at ``level``: (group, aspect, statistic, better,
+    worse) -> (one-sided p-value that ``better`` truly correlates better, the test's name). The one
+    reader of a run's tests (``assay compare``, the nightly regression check)."""
+    return {(r["group"], r["aspect"], r["statistic"], r["better"], r["worse"]): (r["p_value"], r["test"])
+            for r in read_run(settings, dataset, run_id) if r["level"] == level}
