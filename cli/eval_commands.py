@@ -96,15 +96,22 @@ def evaluate_command(dataset: str, level: str, metrics: tuple[str, ...], statist
                    "(an evaluation with a choice other than the protocol's defaults: --rater, --include-human/"
                    "--exclude-human, WMT24's --permutations or --permutation-seed); default: the headline "
                    "evaluations.")
+@click.option("--across-versions", "across", is_flag=True,
+              help="One --metric on every version of the dataset: its value and rank on each version's leaderboard.")
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--csv", "as_csv", is_flag=True)
 def leaderboard_command(dataset: str, level: str | None, statistic: str | None, protocol: str | None, group: str,
                         aspect: str | None, metrics: tuple[str, ...], since: datetime | None, allow_mixed: bool,
-                        side: str | None, as_json: bool, as_csv: bool) -> None:
+                        side: str | None, across: bool, as_json: bool, as_csv: bool) -> None:
     """Rank metrics (and checkpoints) by agreement with humans, with significance clusters. Official
     submissions (a shared task's scores, e.g. ingested from mt-metrics-eval's data) are marked as such;
     a degenerate value (one that cannot separate metrics) is listed without a rank."""
     from assay.query.leaderboard import LeaderboardQuery, leaderboard
+
+    if across:
+        _print_across_versions(LeaderboardQuery(dataset, level, statistic, group, aspect, protocol=protocol,
+                                                side=side), metrics, as_json)
+        return
 
     if since is not None and since.tzinfo is None:
         from datetime import UTC
@@ -129,6 +136,29 @@ def leaderboard_command(dataset: str, level: str | None, statistic: str | None, 
             columns.insert(3, "checkpoint")
         print_rows(_shown(rows), _with_optional(columns, rows))
         _degenerate_notes(rows)
+
+
+def _print_across_versions(query: Any, metrics: tuple[str, ...], as_json: bool) -> None:
+    from assay.config import load_settings
+    from assay.query.versions import across_versions
+
+    if len(metrics) != 1:
+        raise click.UsageError("--across-versions needs exactly one --metric")
+    result = across_versions(query, metrics[0], load_settings())
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(f"{metrics[0]} on every version of {result['dataset']}  level {result['level']}  "
+               f"{result['statistic']}  group {result['group']}")
+    rows = []
+    for v in result["versions"]:
+        row = v["row"] or {}
+        rank = "" if not row else ("-" if row["rank"] is None else f"{row['rank']} of {v['ranked_among']}")
+        rows.append({"version": v["label"], "digest": v["version_digest"][:12],
+                     "value": None if not row else row["value"], "ci_low": row.get("ci_low"),
+                     "ci_high": row.get("ci_high"), "rank": rank,
+                     "n": row.get("n"), "unit": row.get("unit"), "note": v["note"] or ""})
+    print_rows(rows, ["version", "digest", "value", "ci", "rank", "n", "unit", "note"])
 
 
 def _print_by_slot(rows: list[dict[str, Any]]) -> None:

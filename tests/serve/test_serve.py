@@ -244,6 +244,39 @@ def test_a_new_evaluation_is_served_without_a_restart(shared_data: Path, tmp_pat
         assert client.get("/dataset?ref=mqm-ted-ende").status_code == 200
 
 
+def test_a_metric_across_dataset_versions(shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``/versions`` and ``assay leaderboard --across-versions``: WMT16 DA ingested twice (cs-en, then
+    cs-en and de-en: two versions of one dataset), scored and evaluated on each; chrF's value on each
+    version is that version's pinned leaderboard's, with its rank, and both are drawn."""
+    with assay_home_at(tmp_path / "home") as home:
+        monkeypatch.setenv("ASSAY_HOME", str(home))
+        for number, groups in ((1, "cs-en"), (2, "cs-en,de-en")):
+            assert ingest_path(shared_data / "wmt16-da-seg", options={"groups": groups}).version.number == number
+            for metric in ("sentbleu", "chrf"):
+                score_dataset(f"wmt16@{number}", MetricSpec(metric), progress=False)
+            evaluate(f"wmt16@{number}", level="seg", statistics=["kendall"], n_resamples=50)
+        client = _client()
+        served = client.get("/versions.json?dataset=wmt16&metric=chrf&group=cs-en")
+        assert served.status_code == 200, served.text
+        result = served.json()
+        assert result == _cli_json("leaderboard", "--dataset", "wmt16", "--group", "cs-en", "--metric", "chrf",
+                                   "--across-versions")
+        assert [v["label"] for v in result["versions"]] == ["wmt16@1", "wmt16@2"]
+        for v in result["versions"]:
+            pinned = {r["metric"]: r for r in client.get(
+                f"/leaderboard.json?dataset={v['label']}&group=cs-en").json()}
+            assert v["row"]["value"] == pinned["chrf"]["value"] and v["row"]["rank"] == pinned["chrf"]["rank"]
+            assert v["ranked_among"] == 2
+        # the mean over groups exists on version 2 only: version 1 says why it has no value
+        mean = client.get("/versions.json?dataset=wmt16&metric=chrf").json()["versions"]
+        assert mean[0]["row"] is None and "no seg-level kendall correlations" in mean[0]["note"]
+        html = client.get("/versions?dataset=wmt16&metric=chrf&group=cs-en").text
+        assert html.count('class="chart chart-versions"') == 1 and "1 of 2" in html
+        board = client.get("/leaderboard?dataset=wmt16&group=cs-en").text
+        assert "/versions?dataset=wmt16&amp;metric=chrf" in board
+        assert client.get("/versions?dataset=wmt16&metric=nosuch").status_code == 404
+
+
 def test_basic_auth_and_bearer_tokens(in_home: dict[str, Any], tmp_path: Path) -> None:
     basic = Access.configured(environ={AUTH_VARIABLE: f"team:{PASSWORD}"})
     client = _client(basic)
@@ -334,6 +367,13 @@ def test_serve_in_a_browser(in_home: dict[str, Any], tmp_path: Path) -> None:
             page.wait_for_selector("table.systems")
             assert "wmt16@1" in page.inner_text("h1")
             page.screenshot(path=str(shots / "serve-dataset.png"), full_page=True)
+            page.go_back()
+            page.go_back()
+            page.click("table.leaderboard tbody td.metric a >> nth=0")  # chrF across the dataset's versions
+            page.wait_for_selector("table.versions")
+            assert "on every version of wmt16" in page.inner_text("h1")
+            assert page.locator("table.versions tbody tr").count() == 1
+            page.screenshot(path=str(shots / "serve-versions.png"), full_page=True)
             assert log.console_errors == [] and log.errors == [] and log.failed_requests == []
     finally:
         process.terminate()

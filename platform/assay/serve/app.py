@@ -17,6 +17,8 @@ whose numbers are the CLI's ``--json``:
 * ``/dataset`` (``/dataset.json``): one dataset version's sources with sha256, warnings, systems,
   rater agreement and recorded facts (:func:`assay.catalog.version_detail.describe_version`,
   ``assay datasets show --json``);
+* ``/versions`` (``/versions.json``): one metric or checkpoint on every version of a dataset
+  (:func:`assay.query.versions.across_versions`, ``assay leaderboard --across-versions --json``);
 * ``/errors`` (``/errors.json``): an MQM or ESA dataset's error matrix and worst disagreements with
   the raters' spans (:func:`assay.query.error_matrix.error_matrix`, ``assay errors --matrix --json``).
 
@@ -70,6 +72,7 @@ from assay.serve.pages import (
     errors_page,
     leaderboard_page,
     overview_page,
+    versions_page,
 )
 from assay.serve.views import report_css
 
@@ -211,6 +214,14 @@ def create_app(settings: Settings, access: Access) -> Starlette:
     def dataset(request: Request) -> Response:
         return respond(request, dataset_page(settings, required(request, "ref", "NAME or NAME@VERSION")))
 
+    def versions(request: Request) -> Response:
+        dataset = required(request, "dataset", "NAME")
+        metric = required(request, "metric", "a metric, signature or checkpoint")
+        query = LeaderboardQuery(dataset, level_of(request), _parameter(request, "stat"),
+                                 _parameter(request, "group", MEAN_GROUP) or MEAN_GROUP, _parameter(request, "aspect"),
+                                 protocol=_parameter(request, "protocol"), side=_parameter(request, "side"))
+        return respond(request, versions_page(settings, query, metric))
+
     def errors(request: Request) -> Response:
         dataset = required(request, "dataset", "an MQM or ESA dataset, NAME or NAME@VERSION")
         by = _parameter(request, "by")
@@ -251,6 +262,8 @@ def create_app(settings: Settings, access: Access) -> Starlette:
         Route("/checkpoint.json", fresh(checkpoint), methods=["GET", "HEAD"]),
         Route("/dataset", fresh(dataset), methods=["GET", "HEAD"]),
         Route("/dataset.json", fresh(dataset), methods=["GET", "HEAD"]),
+        Route("/versions", fresh(versions), methods=["GET", "HEAD"]),
+        Route("/versions.json", fresh(versions), methods=["GET", "HEAD"]),
         Route("/errors", fresh(errors), methods=["GET", "HEAD"]),
         Route("/errors.json", fresh(errors), methods=["GET", "HEAD"]),
         Route("/static/{name}", static_file, methods=["GET", "HEAD"]),

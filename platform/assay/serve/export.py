@@ -71,6 +71,9 @@ class _FileLinks:
     def errors(self, dataset: str, *, by: str | None = None) -> str:
         return self._file("errors", dataset=dataset, by=by)
 
+    def versions(self, dataset: str, metric: str, **params: Any) -> str:
+        return self._file("versions", dataset=dataset, metric=metric, **params)
+
 
 def _build(settings: Settings, kind: str, params: dict[str, Any]) -> pages.Page:
     builders: dict[str, Callable[[], pages.Page]] = {
@@ -83,6 +86,9 @@ def _build(settings: Settings, kind: str, params: dict[str, Any]) -> pages.Page:
         "checkpoint": lambda: pages.checkpoint_page(settings, params["ref"]),
         "dataset": lambda: pages.dataset_page(settings, params["ref"]),
         "errors": lambda: pages.errors_page(settings, params["dataset"], params.get("by")),
+        "versions": lambda: pages.versions_page(settings, LeaderboardQuery(
+            params["dataset"], params.get("level"), params.get("stat"), params.get("group") or "all",
+            params.get("aspect"), side=params.get("side")), params["metric"]),
     }
     return builders[kind]()
 

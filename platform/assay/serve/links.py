@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-__all__ = ["checkpoint", "compare", "dataset", "errors", "home", "leaderboard"]
+__all__ = ["checkpoint", "compare", "dataset", "errors", "home", "leaderboard", "versions"]
 
 
 def _to(path: str, **params: object) -> str:
@@ -39,3 +39,9 @@ def dataset(ref: str) -> str:
 
 def errors(dataset: str, *, by: str | None = None) -> str:
     return _to("/errors", dataset=dataset, by=by)
+
+
+def versions(dataset: str, metric: str, *, level: str | None = None, stat: str | None = None,
+             group: str | None = None, aspect: str | None = None, side: str | None = None) -> str:
+    return _to("/versions", dataset=dataset, metric=metric, level=level, stat=stat, group=group, aspect=aspect,
+               side=side)

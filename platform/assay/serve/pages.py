@@ -24,13 +24,14 @@ from assay.provenance import code_version
 from assay.query.compare import compare
 from assay.query.error_matrix import error_matrix
 from assay.query.leaderboard import LeaderboardQuery, leaderboard
+from assay.query.versions import across_versions
 from assay.report.spans import error_label, highlight
 from assay.results.correlations import counted
 from assay.serve import links
-from assay.serve.views import choices, heat_class, history_chart, overview
+from assay.serve.views import choices, heat_class, history_chart, overview, versions_chart
 
 __all__ = ["Page", "checkpoint_page", "compare_page", "dataset_page", "environment", "errors_page",
-           "leaderboard_page", "overview_page"]
+           "leaderboard_page", "overview_page", "versions_page"]
 
 
 @dataclass(frozen=True)
@@ -99,3 +100,8 @@ def dataset_page(settings: Settings, ref: str) -> Page:
 def errors_page(settings: Settings, dataset: str, by: str | None) -> Page:
     matrix = error_matrix(settings, dataset, by)
     return Page("errors.html", matrix, {"matrix": matrix})
+
+
+def versions_page(settings: Settings, query: LeaderboardQuery, metric: str) -> Page:
+    result = across_versions(query, metric, settings)
+    return Page("versions.html", result, {"result": result, "chart": Markup(versions_chart(result))})

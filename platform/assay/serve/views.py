@@ -32,7 +32,7 @@ from assay.results.headline import SIDE_SQL
 from assay.stats.levels import STATISTIC_ORDER
 
 __all__ = ["HEAT_STEPS", "LEADERS_SHOWN", "Choices", "OverviewCell", "choices", "heat_class", "history_chart",
-           "overview", "report_css"]
+           "overview", "report_css", "versions_chart"]
 
 LEADERS_SHOWN = 3
 """How many leaders the overview shows per dataset and level."""
@@ -190,3 +190,29 @@ def history_chart(record: dict[str, Any]) -> str:
                               element_id=f"nightly-{len(out)}", tooltip=heading, markers=markers, width=600,
                               height=300, line_labels=False))
     return "".join(out)
+
+
+def versions_chart(result: dict[str, Any]) -> str:
+    """One metric's value on each dataset version (:func:`assay.query.versions.across_versions`) as an
+    SVG line over the version numbers, each point with its interval, rank and signature on hover;
+    "" with fewer than two versions to draw."""
+    from assay.report.charts import Point, Series, line_chart
+
+    points = []
+    for v in result["versions"]:
+        row = v["row"]
+        if row is None or row["value"] is None:
+            continue
+        interval = (f" [{row['ci_low']:.4f}, {row['ci_high']:.4f}]" if row["ci_low"] is not None
+                    and row["ci_high"] is not None else "")
+        rank = "not ranked" if row["rank"] is None else f"rank {row['rank']} of {v['ranked_among']}"
+        points.append(Point(float(v["version_number"]), row["value"], (
+            f"{v['label']} · {result['statistic']} = {row['value']:.4f}{interval} · {rank} · "
+            f"n = {counted(row['n'], row['unit'])}\nsignature: {row['signature']}\nrun: {row['run_id']}")))
+    if len(points) < 2:
+        return ""
+    heading = (f"{result['shown']} on {result['dataset']} · {result['level']} · {result['statistic']} · "
+               f"{result['group']}")
+    return line_chart([Series(result["shown"], "#0969da", points)], x_label="dataset version",
+                      y_label=result["statistic"], heading=heading, css_class="chart-versions",
+                      element_id="versions-chart", tooltip=heading, width=600, height=300, line_labels=False)
