@@ -264,7 +264,7 @@ def _p_matrix(con: duckdb.DuckDBPyConnection, source: str | None, ranked: list[d
 
 
 def _distinct(dataset: str, expression: str, where: str, params: dict[str, Any], settings: Settings | None
-              ) -> list[str]:
+              ) -> list[Any]:
     """The distinct non-null values of ``expression`` (a quoted column or an expression from Assay's
     code, never a user's) over a dataset's stored correlations matching ``where``."""
     settings = settings or load_settings()
@@ -276,6 +276,12 @@ def _distinct(dataset: str, expression: str, where: str, params: dict[str, Any],
         return [value for (value,) in con.execute(
             f"SELECT DISTINCT {expression} AS v FROM {source} WHERE ({where}) AND v IS NOT NULL ORDER BY 1",
             params).fetchall()]
+
+
+def available_versions(dataset: str, settings: Settings | None = None) -> list[tuple[int, str]]:
+    """(number, digest) of every version of a dataset with correlations, oldest first."""
+    found = _distinct(dataset, "{'number': version_number, 'digest': version_digest}", "TRUE", {}, settings)
+    return [(int(v["number"]), str(v["digest"])) for v in found]
 
 
 def available_levels(dataset: str, settings: Settings | None = None) -> list[str]:

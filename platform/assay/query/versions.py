@@ -18,22 +18,9 @@ from assay.config import Settings
 from assay.datasets.names import DatasetRef
 from assay.errors import NotFoundError, UsageError
 from assay.query.compare import matches
-from assay.query.leaderboard import LeaderboardQuery, leaderboard
-from assay.results import correlations
+from assay.query.leaderboard import LeaderboardQuery, available_versions, leaderboard
 
 __all__ = ["across_versions"]
-
-
-def _versions(settings: Settings, name: str) -> list[tuple[int, str]]:
-    """(number, digest) of every version of ``name`` with stored correlations, oldest first."""
-    import duckdb
-
-    with duckdb.connect() as con:
-        source = correlations.sql_source(con, settings, name)
-        if source is None:
-            return []
-        return [(int(n), str(d)) for n, d in con.execute(
-            f"SELECT DISTINCT version_number, version_digest FROM {source} ORDER BY 1").fetchall()]
 
 
 def across_versions(query: LeaderboardQuery, metric: str, settings: Settings) -> dict[str, Any]:
@@ -42,7 +29,7 @@ def across_versions(query: LeaderboardQuery, metric: str, settings: Settings) ->
     ``shown`` names it as the leaderboard does (the checkpoint's lineage, else the metric)."""
     query = query.resolved()
     name = DatasetRef.parse(query.dataset).name
-    versions = _versions(settings, name)
+    versions = available_versions(name, settings)
     if not versions:
         raise NotFoundError(f"no evaluations of {name} yet; run `assay evaluate --dataset {name}`")
     rows = []
