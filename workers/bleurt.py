@@ -44,15 +44,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from assay.checkpoints.folder import stamped_digest, verified_digest
 from assay.checkpoints.ref import CheckpointRef
 from assay.errors import CheckpointError
 from assay.metrics.signature import package_version, render_signature
-from assay.workers.checkpoint import (
-    LoadedCheckpoint,
-    load_checkpoint,
-    stamped_digest,
-    verified_digest,
-)
+from assay.workers.checkpoint import LoadedCheckpoint, load_checkpoint
 from assay.workers.device import DeviceLike, pick_device
 from assay.workers.encoder import TruncationWarning
 

@@ -13,16 +13,12 @@ import shutil
 from pathlib import Path
 
 from assay.atomic import atomic_path
+from assay.checkpoints.folder import checkpoint_digest, checkpoint_files, read_config
 from assay.checkpoints.registry import CheckpointFacts, Registered, register, resolve_folder
 from assay.config import Settings
 from assay.errors import CheckpointError, UsageError
 from assay.provenance import short
-from assay.workers.checkpoint import (
-    checkpoint_digest,
-    checkpoint_files,
-    read_config,
-    verify_checkpoint,
-)
+from assay.workers.checkpoint import verify_checkpoint
 
 
 def facts_of(folder: str | Path, digest: str | None = None) -> CheckpointFacts:

@@ -49,13 +49,12 @@ from sqlalchemy import select
 
 from assay.catalog.engine import session_scope
 from assay.catalog.models import Checkpoint
+from assay.checkpoints.folder import CONFIG_FILE, digest_from_stamp, stamped_digest
 from assay.checkpoints.registry import register
 from assay.config import Settings
 from assay.errors import AssayError, CheckpointError, UsageError
 from assay.nightly.watched_folders import watched
 from assay.provenance import short
-from assay.workers.checkpoint import CONFIG_FILE, digest_from_stamp, stamped_digest
-from assay.workers.checkpoint_registration import facts_of
 
 __all__ = ["DEFAULT_SETTLE_SECONDS", "ScanEntry", "ScanReport", "newest_change", "scan_folder", "scan_watched"]
 
@@ -195,7 +194,10 @@ def _entry(settings: Settings, candidate: Path, *, settle_seconds: float, now: f
         if digest in known:
             return ScanEntry(path, "already registered", f"as {known[digest]} ({short(digest)})",
                              name=known[digest], digest=digest)
-        facts = facts_of(candidate, digest)  # verified end to end; hashed once, just above
+        # verified end to end (loads the model: torch is imported only for a folder to register)
+        from assay.workers.checkpoint_registration import facts_of
+
+        facts = facts_of(candidate, digest)  # hashed once, just above
     except _DAMAGE as exc:
         return ScanEntry(path, "skipped", f"damaged ({_what_failed(candidate, exc)})", kind="damaged")
     try:

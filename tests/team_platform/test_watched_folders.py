@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -164,6 +166,14 @@ def test_cli_watch_scan(tiny_checkpoints: tuple[Path, Path], tmp_path: Path) -> 
     out = json.loads(ok(["checkpoints", "scan", "--settle", "0", "--json"]))
     assert [r["name"] for r in out["registered"]] == ["nightly-a"]
     assert "0 registered, 1 already registered, 0 skipped" in ok(["checkpoints", "scan", "--settle", "0"])
+    # a scan with nothing new to register reads files, stamps and the catalog: it never imports torch
+    # (assay.checkpoints.folder), so the command starts without the model stack
+    code = ("import sys\nfrom assay.cli.main import cli\n"
+            "cli(['checkpoints', 'scan', '--settle', '0'], prog_name='assay', standalone_mode=False)\n"
+            "print('torch' in sys.modules, 'transformers' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "1 already registered" in done.stdout and done.stdout.splitlines()[-1] == "False False", done.stdout
     assert ok(["checkpoints", "unwatch", str(drop)]).endswith("no longer watched\n")
     assert "no folders watched" in ok(["checkpoints", "watched"])
 

@@ -50,7 +50,7 @@ def _settled_copy(source: Path, target: Path, when: float = HOUR_AGO) -> Path:
 @pytest.fixture
 def hashes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The names of the files hashed during the test, in order."""
-    import assay.workers.checkpoint as checkpoint
+    import assay.checkpoints.folder as checkpoint  # where a checkpoint's files are hashed
 
     hashed: list[str] = []
     real = checkpoint._file_sha256

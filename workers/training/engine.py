@@ -79,16 +79,12 @@ from transformers import (
 )
 
 from assay.atomic import atomic_path
+from assay.checkpoints.folder import CONFIG_FILE, checkpoint_digest
 from assay.errors import CheckpointError, UsageError
 from assay.provenance import code_version, short
 from assay.training.config import TrainConfig
 from assay.workers.bleurt import BleurtScorer
-from assay.workers.checkpoint import (
-    CONFIG_FILE,
-    checkpoint_digest,
-    create_from_encoder,
-    save_checkpoint,
-)
+from assay.workers.checkpoint import create_from_encoder, save_checkpoint
 from assay.workers.device import pick_device
 from assay.workers.training.batches import EpochSampler, PairCollator, PairDataset
 from assay.workers.training.data import (

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from assay.checkpoints.folder import valid_signal_name
 from assay.errors import UsageError
-from assay.workers.checkpoint import valid_signal_name
 
 __all__ = ["KINDS", "RATING", "Objective", "masked_loss_sum"]
 

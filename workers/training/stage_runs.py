@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow as pa
 
 from assay.atomic import write_parquet, write_text
+from assay.checkpoints.folder import CONFIG_FILE, checkpoint_digest
 from assay.checkpoints.registry import folder_of_digest, resolve_checkpoint
 from assay.config import Settings
 from assay.errors import AssayError, NotFoundError, UsageError
@@ -31,7 +32,6 @@ from assay.progress import TrainingProgress
 from assay.provenance import code_version
 from assay.training.config import TrainConfig
 from assay.training.plan import StagePlan, finetune_table, record_plan_data
-from assay.workers.checkpoint import CONFIG_FILE, checkpoint_digest
 from assay.workers.checkpoint_registration import register_folder
 from assay.workers.training.engine import TrainResult, train
 from assay.workers.training.objectives import Objective

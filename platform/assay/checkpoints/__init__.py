@@ -1,6 +1,8 @@
 """Checkpoints of learned metrics, named by content digest.
 
 - ``ref``: :class:`~assay.checkpoints.ref.CheckpointRef`, a checkpoint's one spelling, its content digest first.
+- ``folder``: a checkpoint folder as files: its format, its JSON description read and checked, its
+  content digest (no torch: scans and registry checks start without the model stack).
 - ``registry``: the catalog's checkpoint rows: register, find, list, lineage.
 - ``record``: everything known about one checkpoint (lineage, nightly history, regressions, error
   analyses against its parent), as ``checkpoints show --json`` and the served page show it.
@@ -15,4 +17,4 @@
 does not load the catalog.
 """
 
-__all__ = ["labels", "outbox", "record", "ref", "registry", "stamps", "store"]
+__all__ = ["folder", "labels", "outbox", "record", "ref", "registry", "stamps", "store"]
