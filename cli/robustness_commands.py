@@ -58,7 +58,7 @@ def _common(variants: tuple[str, ...], baselines: tuple[str, ...], no_baselines:
     specs = [] if no_baselines else [MetricSpec.from_dict(parse_metric(b)) for b in baselines] or None
     seed = options.get("seed")
     return {"variants": [parse_variant(v) for v in variants] or None, "baselines": specs,
-            "config": config_from_options(options), "seed": DEFAULT_SEED if seed is None else seed}
+            "config": config_from_options(options, "finetune"), "seed": DEFAULT_SEED if seed is None else seed}
 
 
 def _run(flow_name: str, experiment: Any, kwargs: dict[str, Any], as_json: bool) -> None:

@@ -86,7 +86,7 @@ def train_command(stage: str | None, recipe: str | None, data: tuple[str, ...], 
                                   "--finetune-epochs": finetune_epochs}.items() if v]
     if recipe_only:
         raise UsageError(f"{', '.join(recipe_only)} apply to --recipe, not to one --stage")
-    config = config_from_options(options)
+    config = config_from_options(options, stage)
     if stage == "finetune":
         if not data:
             raise UsageError("--stage finetune needs --data NAME[@VERSION] (rated datasets)")

@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from assay.cli.main import cli
+from assay.training.recipes import stage_defaults
 from tests.robustness_support import save_tiny_encoder
 
 
@@ -55,7 +56,11 @@ def test_finetune_register_score_and_leaderboard(prefect_engine: None, shared_da
     assert len(info["lineage"]["datasets"][0]["digest"]) == 64
     assert info["lineage"]["best_step"] == 3
     assert [p["step"] for p in info["lineage"]["validation_curve"]] == [3]
-    assert info["lineage"]["hyperparameters"]["learning_rate"] == 1e-5
+    # a stage on its own trains with the recipe's settings for the stage (issue 31), except what was given
+    hyperparameters = info["lineage"]["hyperparameters"]
+    assert {k: hyperparameters[k] for k in ("learning_rate", "warmup_ratio", "patience")} == {
+        k: stage_defaults("finetune")[k] for k in ("learning_rate", "warmup_ratio", "patience")}
+    assert hyperparameters["eval_every"] == 3 and hyperparameters["max_steps"] == 3
     assert info["run_id"] == result["run_id"]
     assert "best step" in _ok(runner, ["checkpoints", "show", "ft-tiny"])
 
@@ -265,3 +270,25 @@ def test_resume_refuses_a_run_whose_data_version_was_deleted(shared_data: Path, 
     with session_scope(settings) as session:
         assert session.scalar(select(func.count()).select_from(Run)) == runs
     assert sorted(p.name for p in work.rglob("*")) == before
+
+
+def test_a_stage_on_its_own_takes_the_recipes_settings_for_that_stage() -> None:
+    """Issue 31: ``assay train --stage STAGE`` with no options trains with what the recipe uses for
+    that stage (learning rate, warm-up, schedule, cadence, patience, unfreezing), one epoch long; what
+    the options name wins; ``--help`` says where each default comes from."""
+    from assay.cli.training_options import config_from_options
+    from assay.training.config import DEFAULT_POOLING, TrainConfig
+    from assay.training.recipes import BleurtRecipe
+
+    recipe = BleurtRecipe()
+    for stage, settings in (("finetune", recipe.finetune), ("pretrain", recipe.pretrain)):
+        config = config_from_options({}, stage)
+        assert config == {**{k: v for k, v in settings.items() if k not in ("epochs", "max_steps")}, "epochs": 1.0}
+        TrainConfig(**config)  # a valid config as it stands
+    assert config_from_options({}, "pretrain")["unfreeze"] == [[0, 4]]
+    given = config_from_options({"lr": 1e-4, "steps": 7, "head_input": "cls"}, "finetune")
+    assert given["learning_rate"] == 1e-4 and given["max_steps"] == 7 and "epochs" not in given
+    assert given["head_input"] == "cls" and recipe.pooling == DEFAULT_POOLING
+    shown = " ".join(CliRunner().invoke(cli, ["train", "--help"], terminal_width=400).stdout.split())
+    lr = f"default {recipe.finetune['learning_rate']} fine-tuning, {recipe.pretrain['learning_rate']} pre-training"
+    assert lr + ", the recipe's" in shown and f"(default {DEFAULT_POOLING};" in shown

@@ -82,7 +82,7 @@ from assay.atomic import atomic_path
 from assay.checkpoints.folder import CONFIG_FILE, checkpoint_digest
 from assay.errors import CheckpointError, UsageError
 from assay.provenance import code_version, short
-from assay.training.config import TrainConfig
+from assay.training.config import DEFAULT_POOLING, TrainConfig
 from assay.workers.bleurt import BleurtScorer
 from assay.workers.checkpoint import create_from_encoder, save_checkpoint
 from assay.workers.device import pick_device
@@ -538,7 +538,7 @@ def train(
         init_folder = Path(init).expanduser().resolve()  # type: ignore[arg-type]
     else:
         # named by what it is made from, so a resumed run finds the same one
-        head_input = config.head_input or "cls"
+        head_input = config.head_input or DEFAULT_POOLING
         made_from = f"{init}\0{config.seed}" + ("" if head_input == "cls" else f"\0{head_input}")
         key = short(hashlib.sha256(made_from.encode()).hexdigest())
         init_folder = work_dir / f"init-{key}"
@@ -718,7 +718,7 @@ def _training_arguments(config: TrainConfig, trainer_dir: Path, max_steps: int, 
         learning_rate=config.learning_rate,
         weight_decay=config.weight_decay,
         warmup_steps=math.ceil(config.warmup_ratio * max_steps),
-        lr_scheduler_type="linear",
+        lr_scheduler_type={"linear": "linear", "constant": "constant_with_warmup"}[config.lr_schedule],
         max_grad_norm=config.max_grad_norm,
         # fused: one kernel per step on CUDA; on the CPU one pass over the parameters instead of
         # several (AdamW's update went from about 100 to 30 ms a step for MiniLM on 2 cores)

@@ -49,14 +49,14 @@ from typing import Any
 
 from assay.errors import InputError
 from assay.provenance import json_digest
-from assay.training.config import FIELD_TYPES, HEAD_INPUTS, TrainConfig
+from assay.training.config import FIELD_TYPES, HEAD_INPUTS, LR_SCHEDULES, TrainConfig
 
 #: the hyper-parameters a sweep may search (TrainConfig fields that change what is learned, not how
 #: fast or where), with their type as TrainConfig declares it (:data:`assay.training.config.FIELD_TYPES`)
 TUNABLE: dict[str, type] = {name: FIELD_TYPES[name] for name in (
-    "learning_rate", "warmup_ratio", "weight_decay", "max_grad_norm", "epochs", "batch_size", "max_steps",
-    "patience", "head_input", "freeze_embeddings", "group_by_length")}
-_CHOICES = {"head_input": HEAD_INPUTS}
+    "learning_rate", "warmup_ratio", "lr_schedule", "weight_decay", "max_grad_norm", "epochs", "batch_size",
+    "max_steps", "patience", "head_input", "freeze_embeddings", "group_by_length")}
+_CHOICES = {"head_input": HEAD_INPUTS, "lr_schedule": LR_SCHEDULES}
 DIGEST_SEPARATORS = (", ", ": ")
 """``json``'s default separators, which a search space's digest was first computed with."""
 STAGES = ("finetune",)

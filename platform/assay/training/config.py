@@ -18,10 +18,18 @@ from typing import Any
 
 from assay.errors import UsageError
 
-__all__ = ["FIELD_TYPES", "HEAD_INPUTS", "TrainConfig", "field_types"]
+__all__ = ["DEFAULT_POOLING", "FIELD_TYPES", "HEAD_INPUTS", "LR_SCHEDULES", "TrainConfig", "field_types"]
 
 #: what a rating head may read (the checkpoint format's ``head.input``)
 HEAD_INPUTS = ("cls", "pooler", "mean")
+#: what new heads read unless told otherwise (``TrainConfig.head_input`` None, and the recipe's
+#: ``pooling``): the last layer averaged over the real tokens, the pooling all-MiniLM-L6-v2 was trained
+#: with (Reimers & Gurevych, 2019); +3.0 Kendall tau on every WMT17 to-English pair over the paper's
+#: v[CLS] after one fine-tuning epoch (docs/RECIPE.md)
+DEFAULT_POOLING = "mean"
+#: how the learning rate moves after the warm-up: ``linear`` decays it to 0 at the last step (the
+#: paper's BERT optimisation), ``constant`` keeps the peak
+LR_SCHEDULES = ("linear", "constant")
 
 
 @dataclass(frozen=True)
@@ -37,7 +45,9 @@ class TrainConfig:
     epochs: float | None = None
     """passes over the training split (converted to steps: ceil(epochs * batches per epoch))"""
     warmup_ratio: float = 0.0
-    """fraction of the steps with a linear warm-up from 0; the learning rate then decays linearly to 0"""
+    """fraction of the steps with a linear warm-up from 0; then ``lr_schedule``"""
+    lr_schedule: str = "linear"
+    """after the warm-up: 'linear' (decay to 0 at the last step) or 'constant' (the peak to the end)"""
     weight_decay: float = 0.0
     """AdamW's decoupled weight decay (biases and LayerNorm weights excluded, as Trainer does)"""
     max_grad_norm: float = 1.0
@@ -78,10 +88,9 @@ class TrainConfig:
     bf16: bool | None = None
     """bf16 autocast (None: on CUDA only; never on the CPU)"""
     head_input: str | None = None
-    """what the heads read when training starts from an encoder rather than a checkpoint: 'cls' (the
-    paper's v[CLS], §3), 'mean' (the last layer averaged over the real tokens, as sentence-transformers
-    trained all-MiniLM-L6-v2) or 'pooler' (None: 'cls'); a checkpoint init keeps its own, and naming
-    another is refused"""
+    """what the heads read when training starts from an encoder rather than a checkpoint: 'mean' (the
+    last layer averaged over the real tokens), 'cls' (the paper's v[CLS], §3) or 'pooler' (None:
+    :data:`DEFAULT_POOLING`); a checkpoint init keeps its own, and naming another is refused"""
     head_init_std: float | None = None
     """std of new heads' weights (None: the encoder's initializer_range, 0.02 for BERT)"""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -103,6 +112,9 @@ class TrainConfig:
             raise UsageError(f"TrainConfig.warmup_ratio is {self.warmup_ratio}; expected 0 <= ratio < 1")
         if not 0 < self.validation_fraction < 1:
             raise UsageError(f"TrainConfig.validation_fraction is {self.validation_fraction}; expected 0 < f < 1")
+        if self.lr_schedule not in LR_SCHEDULES:
+            raise UsageError(f"TrainConfig.lr_schedule is {self.lr_schedule!r}; "
+                             f"expected one of {', '.join(LR_SCHEDULES)}")
         if self.weight_decay < 0 or self.max_grad_norm < 0:
             raise UsageError("TrainConfig.weight_decay and max_grad_norm must be >= 0")
         if self.patience is not None and self.patience < 1:

@@ -21,7 +21,7 @@ from typing import Any
 from assay.config import DEFAULT_SEED
 from assay.errors import UsageError
 from assay.synthetic.spec import PerturbationSpec, SignalSpec, SynthesisSpec
-from assay.training.config import HEAD_INPUTS
+from assay.training.config import DEFAULT_POOLING, HEAD_INPUTS
 from assay.training.plan import check_not_excluded
 
 #: offline signals of Table 1 (no translation or NLI model needed) plus chrF
@@ -83,10 +83,9 @@ class BleurtRecipe:
     webnlg_aspect: str = "semantics"
     init: str | None = None
     """the encoder to start from (default: the embedded all-MiniLM-L6-v2)"""
-    pooling: str = "mean"
-    """what the heads read (TrainConfig.head_input): 'mean' (the last layer averaged over the real
-    tokens, the pooling all-MiniLM-L6-v2 was trained with; +3.0 Kendall tau on every WMT17 to-English
-    pair over 'cls' after one fine-tuning epoch, docs/RECIPE.md) or 'cls' (the paper's v[CLS], §3)"""
+    pooling: str = DEFAULT_POOLING
+    """what the heads read (TrainConfig.head_input): 'mean' (the default, :data:`DEFAULT_POOLING`) or
+    'cls' (the paper's v[CLS], §3)"""
     seed: int = DEFAULT_SEED
     name: str = "bleurt"
     """prefix of the checkpoints' names"""
@@ -164,6 +163,24 @@ class BleurtRecipe:
             else:
                 values[key] = tuple(value) if isinstance(value, list) else value
         return replace(self, **values).validate()
+
+
+#: what a stage's length is set by: the command's own options (one stage: --steps or --epochs,
+#: default one epoch), never the recipe's
+_LENGTH_KEYS = ("epochs", "max_steps")
+
+
+def stage_defaults(stage: str) -> dict[str, Any]:
+    """The settings a stage trained on its own (``assay train --stage STAGE``) starts from: the
+    recipe's for that stage (learning rate, warm-up, schedule, evaluation and save cadence, patience,
+    unfreezing), so that one stage from the README gives the checkpoint the recipe's stage would.
+    Not its length (the command's ``--steps``/``--epochs``), its seed or its notes; pooling is
+    :data:`~assay.training.config.DEFAULT_POOLING` either way (TrainConfig.head_input None)."""
+    if stage not in ("pretrain", "finetune"):
+        raise UsageError(f"unknown training stage {stage!r} (expected pretrain or finetune)")
+    recipe = BleurtRecipe()
+    return {key: value for key, value in {"pretrain": recipe.pretrain, "finetune": recipe.finetune}[stage].items()
+            if key not in _LENGTH_KEYS}
 
 
 def stage_names(recipe: BleurtRecipe) -> Sequence[str]:
