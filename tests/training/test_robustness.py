@@ -22,6 +22,7 @@ from sqlalchemy import func, select
 from assay.catalog.dataset_versions import resolve
 from assay.catalog.engine import session_scope
 from assay.catalog.models import Checkpoint, DatasetVersion, ResultFile, Run
+from assay.cli.training_options import config_from_options
 from assay.config import load_settings
 from assay.datasets import store
 from assay.errors import UsageError
@@ -55,8 +56,12 @@ def state(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Iterat
         variants = [rb.Variant("no-pretraining", str(encoder)), rb.Variant("pretrained", "tiny-wmt16")]
         drift = prepare_drift(wmt17, alphas=[0, 1.5], variants=variants, baselines=[SENTBLEU, BERTSCORE],
                               config=TINY_CONFIG, n_resamples=100)
+        # the config `assay robustness webnlg --steps 2 --batch-size 8 --eval-every 2 --save-every 2` trains
+        # with (the recipe's fine-tuning settings under those options), so the command finds this experiment
+        command_config = config_from_options({"steps": 2, "batch_size": 8, "eval_every": 2, "save_every": 2},
+                                             "finetune")
         webnlg_exp = prepare_webnlg(webnlg, shares=[0, 0.3], by=["system", "input"], aspects=["semantics"],
-                                    variants=variants, baselines=[SENTBLEU], config=TINY_CONFIG, n_resamples=100)
+                                    variants=variants, baselines=[SENTBLEU], config=command_config, n_resamples=100)
         yield {"home": home, "encoder": encoder, "pretrained": pretrained["registered"], "variants": variants,
                "drift": drift, "drift_result": run_experiment(drift), "webnlg": webnlg_exp,
                "webnlg_result": run_experiment(webnlg_exp), "wmt17": wmt17, "webnlg_label": webnlg}
