@@ -79,8 +79,9 @@ def _stage_default(field: str) -> str:
 
     spec = TrainConfig.__dataclass_fields__[field]
     default = spec.default_factory() if callable(spec.default_factory) else spec.default
-    values = {stage: stage_defaults(stage).get(field, default) for stage in ("finetune", "pretrain")}
-    source = ", the recipe's" if any(field in stage_defaults(stage) for stage in values) else ""
+    recipe = {stage: stage_defaults(stage) for stage in ("finetune", "pretrain")}
+    values = {stage: settings.get(field, default) for stage, settings in recipe.items()}
+    source = ", the recipe's" if any(field in settings for settings in recipe.values()) else ""
     if values["finetune"] == values["pretrain"]:
         return f"default {_shown(field, values['finetune'])}{source}"
     return (f"default {_shown(field, values['finetune'])} fine-tuning, {_shown(field, values['pretrain'])} "
