@@ -3,7 +3,8 @@
 A format is a module-level object with ``name``, ``description``, ``detect(path) -> bool`` and
 ``parse(path, options) -> ParsedDataset``. ``options`` are the ``--option KEY=VALUE`` pairs given to
 ``assay ingest``, each format's own, except :data:`GROUPS_OPTION`, which every format takes: it keeps
-only the named groups (language pairs, tasks) of the input, after the format has parsed all of it.
+only the named groups (language pairs, tasks) of the input, after the format has parsed all of it;
+and :data:`GENERIC_OPTIONS`' sample of segments (:mod:`.segment_sample`), applied after that.
 
 Parsers raise :class:`assay.errors.InputError` for any defect, naming the file, the line and what
 was expected, before anything is written; recoverable quirks go to ``ParsedDataset.warnings``.
@@ -18,16 +19,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from assay.datasets.formats.segment_sample import SAMPLE_OPTION, SEED_OPTION, keep_sampled_segments
 from assay.datasets.parsed import ParsedDataset
 from assay.errors import InputError
 
 GROUPS_OPTION = "groups"
 """``-o groups=cs-en,de-en``: keep only these groups of an input of any format (a release's language
 pairs one wants, say); a version of its own, since the options are part of a version's source key."""
+GENERIC_OPTIONS = frozenset({GROUPS_OPTION, SAMPLE_OPTION, SEED_OPTION})
+"""The options every format takes (:data:`GROUPS_OPTION`; :mod:`.segment_sample`'s), not passed to a format."""
 
 __all__ = [
-    "GROUPS_OPTION", "Format", "SplitFormat", "detect_format", "esa", "generic", "huse", "input_files", "mqm_tsv",
-    "mtme", "mtme_files", "mtme_meta", "parse", "registry", "splits", "webnlg2017", "wmt16_daseg", "wmt_da",
+    "GENERIC_OPTIONS", "GROUPS_OPTION", "Format", "SplitFormat", "detect_format", "esa", "generic", "huse", "input_files", "mqm_tsv",
+    "mtme", "mtme_files", "mtme_meta", "parse", "registry", "segment_sample", "splits", "webnlg2017", "wmt16_daseg", "wmt_da",
 ]
 
 
@@ -87,10 +91,16 @@ def parse(path: Path, format_name: str | None = None, options: Mapping[str, str]
     name = format_name or detect_format(path)
     if name not in formats:
         raise InputError(path, f"unknown format {name!r}", expected="one of: " + ", ".join(formats))
-    given = dict(options or {})
-    groups = given.pop(GROUPS_OPTION, None)
+    given = {key: value for key, value in (options or {}).items() if key not in GENERIC_OPTIONS}
+    generic = {key: value for key, value in (options or {}).items() if key in GENERIC_OPTIONS}
+    if SEED_OPTION in generic and SAMPLE_OPTION not in generic:
+        raise InputError(path, f"option {SEED_OPTION} needs {SAMPLE_OPTION}", expected=f"-o {SAMPLE_OPTION}=N beside it")
     parsed = formats[name].parse(path, given)
-    return parsed if groups is None else _keep_groups(path, parsed, groups)
+    if GROUPS_OPTION in generic:
+        parsed = _keep_groups(path, parsed, generic[GROUPS_OPTION])
+    if SAMPLE_OPTION in generic:
+        parsed = keep_sampled_segments(path, parsed, generic[SAMPLE_OPTION], generic.get(SEED_OPTION))
+    return parsed
 
 
 def _keep_groups(path: Path, parsed: ParsedDataset, option: str) -> ParsedDataset:
@@ -121,5 +131,5 @@ def splits(path: Path, format_name: str, options: Mapping[str, str] | None = Non
     """The options of each dataset version ``path`` holds in format ``format_name``: one empty set for a
     format whose input is one version, one set per version for a :class:`SplitFormat`."""
     fmt = registry()[format_name]
-    given = {key: value for key, value in (options or {}).items() if key != GROUPS_OPTION}
+    given = {key: value for key, value in (options or {}).items() if key not in GENERIC_OPTIONS}
     return fmt.splits(Path(path), given) if isinstance(fmt, SplitFormat) else [{}]
