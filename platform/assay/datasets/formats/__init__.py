@@ -30,8 +30,9 @@ GENERIC_OPTIONS = frozenset({GROUPS_OPTION, SAMPLE_OPTION, SEED_OPTION})
 """The options every format takes (:data:`GROUPS_OPTION`; :mod:`.segment_sample`'s), not passed to a format."""
 
 __all__ = [
-    "GENERIC_OPTIONS", "GROUPS_OPTION", "Format", "SplitFormat", "detect_format", "esa", "generic", "huse", "input_files", "mqm_tsv",
-    "mtme", "mtme_files", "mtme_meta", "parse", "registry", "segment_sample", "splits", "webnlg2017", "wmt16_daseg", "wmt_da",
+    "GENERIC_OPTIONS", "GROUPS_OPTION", "Format", "SplitFormat", "detect_format", "esa", "generic", "huse",
+    "input_files", "mqm_tsv", "mtme", "mtme_files", "mtme_meta", "parse", "registry", "segment_sample", "splits",
+    "webnlg2017", "wmt16_daseg", "wmt_da",
 ]
 
 
@@ -94,7 +95,8 @@ def parse(path: Path, format_name: str | None = None, options: Mapping[str, str]
     given = {key: value for key, value in (options or {}).items() if key not in GENERIC_OPTIONS}
     generic = {key: value for key, value in (options or {}).items() if key in GENERIC_OPTIONS}
     if SEED_OPTION in generic and SAMPLE_OPTION not in generic:
-        raise InputError(path, f"option {SEED_OPTION} needs {SAMPLE_OPTION}", expected=f"-o {SAMPLE_OPTION}=N beside it")
+        raise InputError(path, f"option {SEED_OPTION} needs {SAMPLE_OPTION}",
+                         expected=f"-o {SAMPLE_OPTION}=N beside it")
     parsed = formats[name].parse(path, given)
     if GROUPS_OPTION in generic:
         parsed = _keep_groups(path, parsed, generic[GROUPS_OPTION])

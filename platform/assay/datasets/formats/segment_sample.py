@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from functools import partial
 from pathlib import Path
 
 import pyarrow as pa
@@ -69,8 +70,7 @@ def keep_sampled_segments(path: Path, parsed: ParsedDataset, size_option: str,
         for group, segment_id in zip(table.column("group").to_pylist(), table.column("segment_id").to_pylist(),
                                      strict=True):
             segments[group].add(segment_id)
-    kept = {group: sorted(ids, key=lambda sid, g=group: sample_rank(seed, g, sid))[:size]
-            for group, ids in segments.items()}
+    kept = {group: sorted(ids, key=partial(sample_rank, seed, group))[:size] for group, ids in segments.items()}
     for name in segment_tables:
         table = parsed.tables[name]
         keys = pc.binary_join_element_wise(table.column("group"), table.column("segment_id"), "\0")
