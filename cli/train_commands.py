@@ -40,6 +40,9 @@ from assay.provenance import short
               help="Recipe: fine-tune this pre-trained checkpoint instead of synthesizing and pre-training again.")
 @click.option("--pairs", type=int, help="Recipe: synthetic pairs to make (default 80,000).")
 @click.option("--masked-lm", metavar="MODEL", help="Recipe: fill masks with this Hugging Face masked LM.")
+@click.option("--failure-modes", "failure_modes", type=float, metavar="SHARE",
+              help="Recipe: share of synthetic pairs that are MetricX-24's degenerate candidates (empty, gibberish, "
+                   "unrelated, under-translated, duplicated, a copy; default 0).")
 @click.option("--no-pretraining", is_flag=True, help="Recipe: fine-tune the encoder directly (no synthetic stage).")
 @click.option("--webnlg", metavar="NAME[@VERSION]", help="Recipe: a third stage on WebNLG ratings.")
 @click.option("--webnlg-aspect", help="Recipe: the WebNLG aspect (default semantics).")
@@ -53,7 +56,7 @@ def train_command(stage: str | None, recipe: str | None, data: tuple[str, ...], 
                   resume: bool, groups: tuple[str, ...], aspect: str | None, exclude: tuple[str, ...],
                   signals: tuple[str, ...], processes: int, as_json: bool, evaluate_on: tuple[str, ...],
                   sources: tuple[str, ...], synthetic: str | None, pretrained: str | None,
-                  pairs: int | None, masked_lm: str | None, no_pretraining: bool,
+                  pairs: int | None, masked_lm: str | None, failure_modes: float | None, no_pretraining: bool,
                   webnlg: str | None, webnlg_aspect: str | None, pretrain_steps: int | None,
                   pretrain_epochs: float | None, finetune_steps: int | None, finetune_epochs: float | None,
                   **options: Any) -> None:
@@ -73,14 +76,16 @@ def train_command(stage: str | None, recipe: str | None, data: tuple[str, ...], 
     if recipe is not None:
         recipe_options = {"evaluate_on": evaluate_on, "sources": sources, "synthetic": synthetic,
                           "pretrained": pretrained, "n_pairs": pairs,
-                          "masked_lm": masked_lm, "webnlg": webnlg, "webnlg_aspect": webnlg_aspect,
+                          "masked_lm": masked_lm, "failure_modes_share": failure_modes,
+                          "webnlg": webnlg, "webnlg_aspect": webnlg_aspect,
                           "pretrain_steps": pretrain_steps, "pretrain_epochs": pretrain_epochs,
                           "finetune_steps": finetune_steps, "finetune_epochs": finetune_epochs}
         run_recipe_command(data, init, name, no_pretraining, signals, recipe_options, options, as_json)
         return
     recipe_only = [k for k, v in {"--evaluate-on": evaluate_on, "--from": sources, "--synthetic": synthetic,
                                   "--pretrained": pretrained,
-                                  "--pairs": pairs, "--masked-lm": masked_lm, "--webnlg": webnlg,
+                                  "--pairs": pairs, "--masked-lm": masked_lm, "--failure-modes": failure_modes,
+                                  "--webnlg": webnlg,
                                   "--no-pretraining": no_pretraining, "--pretrain-steps": pretrain_steps,
                                   "--finetune-steps": finetune_steps, "--pretrain-epochs": pretrain_epochs,
                                   "--finetune-epochs": finetune_epochs}.items() if v]

@@ -127,3 +127,63 @@ def test_spec_round_trip_and_refusals() -> None:
         load_plugins(SynthesisSpec(("wmt16",), (PerturbationSpec("word_dropping", 0.3),), (SignalSpec("bleu"),)))
     with pytest.raises(UsageError, match="sources must be a list"):
         SynthesisSpec("wmt16", (), ())  # type: ignore[arg-type]
+
+
+def test_failure_modes_make_each_of_metricx24s_degenerate_candidates() -> None:
+    from assay.synthetic.perturbations import FAILURE_MODES
+    from assay.synthetic.signals import BleuSignal
+
+    corpus = _corpus()
+    plugin = create_perturbation("failure_modes")
+    assert plugin.role == "base" and plugin.family == "failure_mode"
+    assert plugin.signature().startswith(
+        "failure_modes|modes:empty+gibberish+unrelated+undertranslation+duplication+reference_copy|")
+    plugin.prepare(corpus)
+    reference = SENTENCES[1]  # 8 words
+    words = reference.split()
+    out = plugin.perturb([reference] * 600, np.random.default_rng(0))
+    seen = {mode: 0 for mode in FAILURE_MODES}
+    for candidate in out:
+        c = candidate.split()
+        if candidate == "":
+            seen["empty"] += 1
+        elif candidate == reference:
+            seen["reference_copy"] += 1
+        elif candidate == f"{reference} {reference}":
+            seen["duplication"] += 1
+        elif candidate in SENTENCES:
+            seen["unrelated"] += 1
+        elif c == words[:len(c)] and 1 <= len(c) < len(words):
+            seen["undertranslation"] += 1
+            assert round(0.2 * 8) <= len(c) <= round(0.8 * 8)
+        else:  # random letters in the reference's word lengths
+            assert [len(w) for w in c] == [len(w) for w in words] and all(w.isalpha() for w in c)
+            seen["gibberish"] += 1
+    assert all(abs(n / 600 - 1 / 6) < 0.06 for n in seen.values()), seen  # uniform over the modes
+    again = create_perturbation("failure_modes")
+    again.prepare(corpus)
+    assert again.perturb([reference] * 600, np.random.default_rng(0)) == out  # seeded: deterministic
+    # the signals label them like any pair: a copy is BLEU 100, an empty candidate 0 (NaN-free)
+    from assay.synthetic.base import PairBatch
+
+    bleu = BleuSignal().checked(PairBatch([reference] * 2, [reference, ""], ["failure_mode"] * 2))[""]
+    assert bleu.tolist() == pytest.approx([100.0, 0.0])
+    only = create_perturbation("failure_modes", modes=["duplication", "empty"])
+    only.prepare(corpus)
+    assert set(only.perturb([reference] * 50, np.random.default_rng(1))) == {"", f"{reference} {reference}"}
+    with pytest.raises(UsageError, match="modes \\['blank'\\]"):
+        create_perturbation("failure_modes", modes=["blank"])
+
+
+def test_the_recipe_takes_a_share_of_failure_modes_from_the_other_base_perturbations() -> None:
+    from assay.training.recipes import BleurtRecipe
+
+    default = BleurtRecipe().synthesis_spec()
+    assert [(p.name, p.share) for p in default.perturbations] == [
+        ("mask_filling", 0.5), ("system_outputs", 0.5), ("word_dropping", 0.3)]  # unchanged by default
+    spec = BleurtRecipe().with_overrides(failure_modes_share=0.1).synthesis_spec()
+    assert [(p.name, p.share) for p in spec.perturbations] == [
+        ("mask_filling", 0.45), ("system_outputs", 0.45), ("failure_modes", 0.1), ("word_dropping", 0.3)]
+    load_plugins(spec)  # the base shares sum to 1
+    with pytest.raises(UsageError, match=r"failure_modes_share 1\.0"):
+        BleurtRecipe().with_overrides(failure_modes_share=1.0)

@@ -10,7 +10,8 @@ backtranslation, word dropping). Its contract is declared on the class:
 ``family``
     What the candidate is, for the backtranslation flag signal (§4.2: "whether the perturbation
     was generated with backtranslation or with mask-filling"): ``mask_filling``,
-    ``backtranslation`` (system outputs count as translations) or ``word_dropping``.
+    ``backtranslation`` (system outputs count as translations), ``word_dropping`` or
+    ``failure_mode`` (MetricX-24's degenerate candidates; the flag is NaN for them).
 
 A **signal** maps (reference, candidate) pairs to the targets of one pre-training task ``τ_k``
 (Table 1): one float64 column per component (ROUGE: precision, recall, F), NaN where the signal
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from assay.synthetic.corpus import Corpus
 
 ROLES = ("base", "modifier")
-FAMILIES = ("mask_filling", "backtranslation", "word_dropping")
+FAMILIES = ("mask_filling", "backtranslation", "word_dropping", "failure_mode")
 SIGNAL_KINDS = ("regression", "classification")
 
 

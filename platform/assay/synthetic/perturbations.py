@@ -19,6 +19,16 @@
     the round trip, it is a translation of the same meaning by an MT system, with the
     "mispredictions" of real systems (§4.1); its family is therefore ``backtranslation``. Each
     reference's outputs are used in a seeded random order, each once before any repeats.
+``failure_modes``
+    The degenerate candidates MetricX-24 adds to its training data "to make the metric more robust
+    to several common failure modes" (Juraska et al., 2024, §3): an empty candidate, gibberish (random
+    letters in the reference's word lengths), a fluent but unrelated sentence (another sentence of the
+    corpus), under-translation (a prefix of 20-80 % of the reference's words), duplication (the
+    reference twice) and a copy of the reference. Each candidate takes one of the ``modes``,
+    uniformly. MetricX-24 labels them with a fixed worst score; here the pre-training signals label
+    them like every other pair (BLEU, ROUGE, chrF and BERTScore of an empty or unrelated candidate
+    are low, of a copy maximal, of a duplicate high in recall and low in precision), so nothing
+    about the modes is assumed beyond what the signals measure.
 """
 
 from __future__ import annotations
@@ -161,3 +171,57 @@ class SystemOutputs(Perturbation):
             out.append(outputs[used % len(outputs)])
             self._next[sentence] = used + 1
         return out
+
+
+#: :class:`FailureModes`' modes, in the order they are listed in its parameters
+FAILURE_MODES = ("empty", "gibberish", "unrelated", "undertranslation", "duplication", "reference_copy")
+_LETTERS = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+
+
+class FailureModes(Perturbation):
+    """MetricX-24's degenerate candidates (see the module docstring). ``modes``: which of
+    :data:`FAILURE_MODES` to make, each candidate one of them uniformly (default all)."""
+
+    name: ClassVar[str] = "failure_modes"
+    family: ClassVar[str] = "failure_mode"
+
+    def __init__(self, modes: Sequence[str] | str = FAILURE_MODES) -> None:
+        chosen = (modes,) if isinstance(modes, str) else tuple(modes)
+        unknown = [m for m in chosen if m not in FAILURE_MODES]
+        if not chosen or unknown:
+            raise UsageError(f"{self.name}: modes {list(chosen)!r} (expected a non-empty list of "
+                             f"{', '.join(FAILURE_MODES)})")
+        self.modes = tuple(m for m in FAILURE_MODES if m in chosen)
+        self._others: list[str] = []
+
+    def params(self) -> dict[str, Any]:
+        return {"modes": list(self.modes)}
+
+    def signature_params(self) -> dict[str, Any]:
+        return {"modes": "+".join(self.modes)}
+
+    def prepare(self, corpus: Corpus) -> None:
+        self._others = list(corpus.sentences)
+
+    def perturb(self, sentences: Sequence[str], rng: np.random.Generator) -> list[str]:
+        if "unrelated" in self.modes and len(self._others) < 2:
+            raise UsageError(f"{self.name}: 'unrelated' needs a corpus of at least two sentences "
+                             "(call prepare(corpus) first)")
+        return [self._one(sentence, self.modes[int(rng.integers(len(self.modes)))], rng) for sentence in sentences]
+
+    def _one(self, sentence: str, mode: str, rng: np.random.Generator) -> str:
+        words = sentence.split()
+        if mode == "empty" or not words:
+            return ""
+        if mode == "gibberish":
+            return " ".join("".join(rng.choice(_LETTERS, len(w))) for w in words)
+        if mode == "unrelated":
+            while (other := self._others[int(rng.integers(len(self._others)))]) == sentence:
+                pass
+            return other
+        if mode == "undertranslation":
+            keep = min(max(1, round(len(words) * rng.uniform(0.2, 0.8))), max(1, len(words) - 1))
+            return " ".join(words[:keep])
+        if mode == "duplication":
+            return f"{sentence} {sentence}"
+        return sentence  # reference_copy

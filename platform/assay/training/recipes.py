@@ -73,6 +73,10 @@ class BleurtRecipe:
     mask_filling_share: float = 0.5
     """share of pairs made by mask filling; the rest are WMT system outputs (backtranslation's stand-in)"""
     word_dropping_share: float = 0.3
+    failure_modes_share: float = 0.0
+    """share of pairs that are MetricX-24's degenerate candidates (``failure_modes``: empty, gibberish,
+    unrelated, under-translated, duplicated, a copy), taken from mask filling and system outputs in
+    proportion; 0 (the default until measured, issue 31) leaves the corpus as it was"""
     masked_lm: str | None = None
     """a Hugging Face masked LM for mask filling (default: the offline n-gram filler)"""
     pretraining: bool = True
@@ -105,19 +109,26 @@ class BleurtRecipe:
         if self.pretrained and (not self.pretraining or self.synthetic):
             raise UsageError("recipe: pretrained names the pre-trained checkpoint to fine-tune; it goes with "
                              "pretraining = true and without synthetic (nothing is synthesized or pre-trained)")
+        if not 0.0 <= self.failure_modes_share < 1.0:
+            raise UsageError(f"recipe: failure_modes_share {self.failure_modes_share!r}; expected a share in [0, 1)")
         if self.pooling not in HEAD_INPUTS:
             raise UsageError(f"recipe: pooling {self.pooling!r}; expected one of {', '.join(HEAD_INPUTS)}")
         return self
 
     def synthesis_spec(self) -> SynthesisSpec:
-        """The synthetic corpus (§4.1): mask filling and system outputs, word dropping on a share."""
+        """The synthetic corpus (§4.1): mask filling and system outputs, word dropping on a share, and
+        MetricX-24's failure modes on a share of their own when ``failure_modes_share`` is set."""
         perturbation = "mask_filling_mlm" if self.masked_lm else "mask_filling"
         params = {"model": self.masked_lm} if self.masked_lm else {}
+        rest = 1.0 - self.failure_modes_share
+        base: tuple[PerturbationSpec, ...] = (
+            PerturbationSpec(perturbation, round(self.mask_filling_share * rest, 6), params),
+            PerturbationSpec("system_outputs", round((1 - self.mask_filling_share) * rest, 6)))
+        if self.failure_modes_share:
+            base += (PerturbationSpec("failure_modes", self.failure_modes_share),)
         return SynthesisSpec(
             sources=self.sources, exclude=self.evaluate_on, n_pairs=self.n_pairs,
-            perturbations=(PerturbationSpec(perturbation, self.mask_filling_share, params),
-                           PerturbationSpec("system_outputs", round(1 - self.mask_filling_share, 6)),
-                           PerturbationSpec("word_dropping", self.word_dropping_share)),
+            perturbations=(*base, PerturbationSpec("word_dropping", self.word_dropping_share)),
             signals=tuple(SignalSpec(s) for s in self.signals), seed=self.seed,
         ).validate()
 
