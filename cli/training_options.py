@@ -102,7 +102,8 @@ def training_options(function: Any) -> Any:
                      help=f"Share of steps with linear warm-up, then --lr-schedule "
                           f"({_stage_default('warmup_ratio')})."),
         click.option("--lr-schedule", type=click.Choice(LR_SCHEDULES),
-                     help="After the warm-up: linear decay to 0 at the last step, or constant "
+                     help="After the warm-up: linear decay to 0 at the last step; constant; or wsd, "
+                          "constant then a linear decay to 0 over the last 20 % of the steps "
                           f"({_stage_default('lr_schedule')})."),
         click.option("--weight-decay", type=_type("weight_decay"), help="AdamW weight decay."),
         click.option("--clip", type=_type("clip"),

@@ -18,7 +18,8 @@ from typing import Any
 
 from assay.errors import UsageError
 
-__all__ = ["DEFAULT_POOLING", "FIELD_TYPES", "HEAD_INPUTS", "LR_SCHEDULES", "TrainConfig", "field_types"]
+__all__ = ["DEFAULT_POOLING", "FIELD_TYPES", "HEAD_INPUTS", "LR_SCHEDULES", "WSD_DECAY_RATIO", "TrainConfig",
+           "field_types"]
 
 #: what a rating head may read (the checkpoint format's ``head.input``)
 HEAD_INPUTS = ("cls", "pooler", "mean")
@@ -28,8 +29,12 @@ HEAD_INPUTS = ("cls", "pooler", "mean")
 #: v[CLS] after one fine-tuning epoch (docs/RECIPE.md)
 DEFAULT_POOLING = "mean"
 #: how the learning rate moves after the warm-up: ``linear`` decays it to 0 at the last step (the
-#: paper's BERT optimisation), ``constant`` keeps the peak
-LR_SCHEDULES = ("linear", "constant")
+#: paper's BERT optimisation), ``constant`` keeps the peak, ``wsd`` (warm-up, stable, decay) keeps the
+#: peak and decays it linearly to 0 over the last :data:`WSD_DECAY_RATIO` of the steps (Hu et al.,
+#: 2024, MiniCPM; Hägele et al., 2024: a 20 % linear cool-down matches a cosine schedule at any length)
+LR_SCHEDULES = ("linear", "constant", "wsd")
+#: the share of the steps over which ``wsd`` decays the learning rate to 0
+WSD_DECAY_RATIO = 0.2
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,8 @@ class TrainConfig:
     warmup_ratio: float = 0.0
     """fraction of the steps with a linear warm-up from 0; then ``lr_schedule``"""
     lr_schedule: str = "linear"
-    """after the warm-up: 'linear' (decay to 0 at the last step) or 'constant' (the peak to the end)"""
+    """after the warm-up: 'linear' (decay to 0 at the last step), 'constant' (the peak to the end) or
+    'wsd' (the peak, then a linear decay to 0 over the last :data:`WSD_DECAY_RATIO` of the steps)"""
     weight_decay: float = 0.0
     """AdamW's decoupled weight decay (biases and LayerNorm weights excluded, as Trainer does)"""
     max_grad_norm: float = 1.0
