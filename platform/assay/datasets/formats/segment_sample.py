@@ -71,10 +71,10 @@ def keep_sampled_segments(path: Path, parsed: ParsedDataset, size_option: str,
                                      strict=True):
             segments[group].add(segment_id)
     kept = {group: sorted(ids, key=partial(sample_rank, seed, group))[:size] for group, ids in segments.items()}
+    wanted = pa.array([f"{group}\0{sid}" for group, ids in kept.items() for sid in ids], type=pa.string())
     for name in segment_tables:
         table = parsed.tables[name]
         keys = pc.binary_join_element_wise(table.column("group"), table.column("segment_id"), "\0")
-        wanted = pa.array([f"{group}\0{sid}" for group, ids in kept.items() for sid in ids], type=pa.string())
         parsed.tables[name] = table.filter(pc.is_in(keys, value_set=wanted))
     of = {group: len(ids) for group, ids in sorted(segments.items())}
     parsed.metadata["segment_sample"] = {"size": size, "seed": seed, "of": of,
