@@ -102,8 +102,9 @@ def training_options(function: Any) -> Any:
                      help=f"Share of steps with linear warm-up, then --lr-schedule "
                           f"({_stage_default('warmup_ratio')})."),
         click.option("--lr-schedule", type=click.Choice(LR_SCHEDULES),
-                     help="After the warm-up: linear decay to 0 at the last step; constant; or wsd, "
-                          "constant then a linear decay to 0 over the last 20 % of the steps "
+                     help="After the warm-up: linear decay to 0 at the last step; constant; wsd, "
+                          "constant then a linear decay to 0 over the last 20 % of the steps; or hold-epoch, "
+                          "constant to the end of the first epoch, then linear to 0 (at least the last 20 %) "
                           f"({_stage_default('lr_schedule')})."),
         click.option("--weight-decay", type=_type("weight_decay"), help="AdamW weight decay."),
         click.option("--clip", type=_type("clip"),

@@ -592,7 +592,8 @@ def train(
     eval_batch = config.eval_batch_size or 2 * config.batch_size
     eval_batch = math.ceil(eval_batch / world) * world
 
-    args = _training_arguments(config, run.trainer_dir, max_steps, eval_batch, workers, use_cpu, bf16, world)
+    args = _training_arguments(config, run.trainer_dir, max_steps, eval_batch, workers, use_cpu, bf16, world,
+                               steps_per_epoch=math.ceil(len(train_set) / config.batch_size))
     recorder = _Recorder(run, config.log_every or (1 if use_cpu else 50))
     callbacks: list[TrainerCallback] = [recorder]
     if config.patience is not None:
@@ -706,7 +707,7 @@ def _from_main_process(value: str, world: int) -> str:
 
 
 def _training_arguments(config: TrainConfig, trainer_dir: Path, max_steps: int, eval_batch: int, workers: int,
-                        use_cpu: bool, bf16: bool, world: int) -> TrainingArguments:
+                        use_cpu: bool, bf16: bool, world: int, *, steps_per_epoch: int) -> TrainingArguments:
     """Trainer's arguments for ``config`` (the paper's optimisation, appendix B.1; see the module
     docstring for what each part does)."""
     return TrainingArguments(
@@ -718,10 +719,9 @@ def _training_arguments(config: TrainConfig, trainer_dir: Path, max_steps: int, 
         learning_rate=config.learning_rate,
         weight_decay=config.weight_decay,
         warmup_steps=math.ceil(config.warmup_ratio * max_steps),
-        lr_scheduler_type={"linear": "linear", "constant": "constant_with_warmup",
-                           "wsd": "warmup_stable_decay"}[config.lr_schedule],
-        lr_scheduler_kwargs=({"num_decay_steps": math.ceil(WSD_DECAY_RATIO * max_steps), "decay_type": "linear"}
-                             if config.lr_schedule == "wsd" else {}),
+        lr_scheduler_type={"linear": "linear", "constant": "constant_with_warmup", "wsd": "warmup_stable_decay",
+                           "hold-epoch": "warmup_stable_decay"}[config.lr_schedule],
+        lr_scheduler_kwargs=_decay_kwargs(config, max_steps, steps_per_epoch),
         max_grad_norm=config.max_grad_norm,
         # fused: one kernel per step on CUDA; on the CPU one pass over the parameters instead of
         # several (AdamW's update went from about 100 to 30 ms a step for MiniLM on 2 cores)
@@ -753,6 +753,22 @@ def _training_arguments(config: TrainConfig, trainer_dir: Path, max_steps: int, 
         restore_callback_states_from_checkpoint=True,
         log_level="warning",
     )
+
+
+def _decay_kwargs(config: TrainConfig, max_steps: int, steps_per_epoch: int) -> dict[str, Any]:
+    """transformers' ``warmup_stable_decay`` arguments of the ``wsd`` and ``hold-epoch`` schedules
+    (TrainConfig.lr_schedule); nothing for the others. ``wsd`` decays over the last
+    :data:`WSD_DECAY_RATIO` of the steps; ``hold-epoch`` over every step after the first epoch, and
+    never over fewer than ``wsd`` (nor over the warm-up)."""
+    shortest = math.ceil(WSD_DECAY_RATIO * max_steps)
+    if config.lr_schedule == "wsd":
+        decay = shortest
+    elif config.lr_schedule == "hold-epoch":
+        warmup = math.ceil(config.warmup_ratio * max_steps)
+        decay = min(max(shortest, max_steps - steps_per_epoch), max_steps - warmup)
+    else:
+        return {}
+    return {"num_decay_steps": decay, "decay_type": "linear"}
 
 
 def _max_steps(config: TrainConfig, n_train: int) -> int:

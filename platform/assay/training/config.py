@@ -31,9 +31,12 @@ DEFAULT_POOLING = "mean"
 #: how the learning rate moves after the warm-up: ``linear`` decays it to 0 at the last step (the
 #: paper's BERT optimisation), ``constant`` keeps the peak, ``wsd`` (warm-up, stable, decay) keeps the
 #: peak and decays it linearly to 0 over the last :data:`WSD_DECAY_RATIO` of the steps (Hu et al.,
-#: 2024, MiniCPM; Hägele et al., 2024: a 20 % linear cool-down matches a cosine schedule at any length)
-LR_SCHEDULES = ("linear", "constant", "wsd")
-#: the share of the steps over which ``wsd`` decays the learning rate to 0
+#: 2024, MiniCPM; Hägele et al., 2024: a 20 % linear cool-down matches a cosine schedule at any length),
+#: ``hold-epoch`` keeps the peak to the end of the first epoch and then decays it linearly to 0 at the last
+#: step (at least over the last :data:`WSD_DECAY_RATIO`, so one epoch of it is ``wsd``; several epochs
+#: are ``linear`` after a first epoch at the peak; docs/RECIPE.md)
+LR_SCHEDULES = ("linear", "constant", "wsd", "hold-epoch")
+#: the share of the steps over which ``wsd`` decays the learning rate to 0 (``hold-epoch``'s shortest decay)
 WSD_DECAY_RATIO = 0.2
 
 
@@ -53,7 +56,8 @@ class TrainConfig:
     """fraction of the steps with a linear warm-up from 0; then ``lr_schedule``"""
     lr_schedule: str = "linear"
     """after the warm-up: 'linear' (decay to 0 at the last step), 'constant' (the peak to the end) or
-    'wsd' (the peak, then a linear decay to 0 over the last :data:`WSD_DECAY_RATIO` of the steps)"""
+    'wsd' (the peak, then a linear decay to 0 over the last :data:`WSD_DECAY_RATIO` of the steps) or
+    'hold-epoch' (the peak to the end of the first epoch, then a linear decay to 0 at the last step)"""
     weight_decay: float = 0.0
     """AdamW's decoupled weight decay (biases and LayerNorm weights excluded, as Trainer does)"""
     max_grad_norm: float = 1.0
