@@ -290,5 +290,8 @@ def test_a_stage_on_its_own_takes_the_recipes_settings_for_that_stage() -> None:
     assert given["learning_rate"] == 1e-4 and given["max_steps"] == 7 and "epochs" not in given
     assert given["head_input"] == "cls" and recipe.pooling == DEFAULT_POOLING
     shown = " ".join(CliRunner().invoke(cli, ["train", "--help"], terminal_width=400).stdout.split())
-    lr = f"default {recipe.finetune['learning_rate']} fine-tuning, {recipe.pretrain['learning_rate']} pre-training"
+    rates = (recipe.finetune["learning_rate"], recipe.pretrain["learning_rate"])
+    lr = (f"default {rates[0]}" if rates[0] == rates[1]  # one value when the stages agree (5e-5 since issue 31)
+          else f"default {rates[0]} fine-tuning, {rates[1]} pre-training")
     assert lr + ", the recipe's" in shown and f"(default {DEFAULT_POOLING};" in shown
+    assert "(default hold-epoch fine-tuning, linear pre-training, the recipe's)" in shown
