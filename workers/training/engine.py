@@ -593,7 +593,7 @@ def train(
     eval_batch = math.ceil(eval_batch / world) * world
 
     args = _training_arguments(config, run.trainer_dir, max_steps, eval_batch, workers, use_cpu, bf16, world,
-                               steps_per_epoch=math.ceil(len(train_set) / config.batch_size))
+                               steps_per_epoch=_batches_per_epoch(config, len(train_set)))
     recorder = _Recorder(run, config.log_every or (1 if use_cpu else 50))
     callbacks: list[TrainerCallback] = [recorder]
     if config.patience is not None:
@@ -718,7 +718,7 @@ def _training_arguments(config: TrainConfig, trainer_dir: Path, max_steps: int, 
         max_steps=max_steps,
         learning_rate=config.learning_rate,
         weight_decay=config.weight_decay,
-        warmup_steps=math.ceil(config.warmup_ratio * max_steps),
+        warmup_steps=_warmup_steps(config, max_steps),
         lr_scheduler_type={"linear": "linear", "constant": "constant_with_warmup", "wsd": "warmup_stable_decay",
                            "hold-epoch": "warmup_stable_decay"}[config.lr_schedule],
         lr_scheduler_kwargs=_decay_kwargs(config, max_steps, steps_per_epoch),
@@ -764,18 +764,25 @@ def _decay_kwargs(config: TrainConfig, max_steps: int, steps_per_epoch: int) -> 
     if config.lr_schedule == "wsd":
         decay = shortest
     elif config.lr_schedule == "hold-epoch":
-        warmup = math.ceil(config.warmup_ratio * max_steps)
-        decay = min(max(shortest, max_steps - steps_per_epoch), max_steps - warmup)
+        decay = min(max(shortest, max_steps - steps_per_epoch), max_steps - _warmup_steps(config, max_steps))
     else:
         return {}
     return {"num_decay_steps": decay, "decay_type": "linear"}
 
 
+def _warmup_steps(config: TrainConfig, max_steps: int) -> int:
+    return math.ceil(config.warmup_ratio * max_steps)
+
+
+def _batches_per_epoch(config: TrainConfig, n_train: int) -> int:
+    """Optimizer steps in one pass over ``n_train`` pairs (the batch is global)."""
+    return math.ceil(n_train / config.batch_size)
+
+
 def _max_steps(config: TrainConfig, n_train: int) -> int:
     if config.max_steps is not None:
         return int(config.max_steps)
-    batches = math.ceil(n_train / config.batch_size)
-    return max(1, math.ceil(float(config.epochs or 0) * batches))
+    return max(1, math.ceil(float(config.epochs or 0) * _batches_per_epoch(config, n_train)))
 
 
 def _finished(checkpoint: Path, max_steps: int) -> bool:
