@@ -8,6 +8,12 @@ all scored with Assay and evaluated by the job ``assay evaluate`` runs (:func:`a
 (b) the same pre-trained on the synthetic pairs first (synthesized from WMT16 + WMT18, never WMT17);
 (c) BERTScore-MiniLM-L4 F1; (d) sentBLEU.
 
+Beside the test, the validation source the recipe's defaults are chosen on (docs/RECIPE.md): WMT18
+to-English at system level, each trained variant's system score the mean over a fixed, seeded sample of
+segments per pair (``--wmt18-segments``, default 300), against WMT18's official system-level DA z;
+Pearson r and Kendall tau per pair. The sample is one of the recipe's ``evaluate_on`` datasets, so the
+synthetic corpus drops its sentences.
+
 Then the quality-drift experiment (§5.2): WMT17 split into disjoint item pools, train skewed to low
 ratings and test skewed to high ones at α ∈ {0, 1.5, 3.0}; (a) and (b) fine-tuned on each train
 sample and evaluated on its test sample.
@@ -50,6 +56,10 @@ def _args() -> argparse.Namespace:
     p.add_argument("--pretrain-lr", type=float)
     p.add_argument("--finetune-lr", type=float)
     p.add_argument("--batch-size", type=int)
+    p.add_argument("--failure-modes", type=float,
+                   help="share of synthetic pairs that are MetricX-24's degenerate candidates (default: the recipe's)")
+    p.add_argument("--wmt18-segments", type=int, default=300,
+                   help="segments per pair of the WMT18 system-level validation sample (0 to skip it)")
     p.add_argument("--pooling", help="what the heads read: mean (the recipe's default) or cls (the paper's)")
     p.add_argument("--device", default="auto")
     p.add_argument("--seed", type=int, default=12345)
@@ -111,22 +121,52 @@ def _cpu_shares(before: list[int] | None, after: list[int] | None) -> dict[str, 
             "idle": round((idle + iowait) / total, 4), "steal": round(steal / total, 4)}
 
 
-def _ingest(settings: Any, data_dir: Path) -> dict[str, Any]:
+#: WMT18's to-English pairs: the system-level validation source (the package's other pairs have no outputs)
+WMT18_TO_ENGLISH = ("cs-en", "de-en", "et-en", "fi-en", "ru-en", "tr-en", "zh-en")
+WMT18_VALIDATION = "wmt18-val"
+
+
+def _ingest(settings: Any, data_dir: Path, wmt18_segments: int) -> dict[str, Any]:
     from assay.jobs.ingest import ingest_path
 
     out = {}
     for name, folder in (("wmt16", "wmt16-da-seg"), ("wmt17", "wmt17-da"), ("wmt18", "wmt18-da")):
         result = ingest_path(data_dir / folder, settings=settings)
         out[name] = {"version": result.version.label, "digest": result.version.digest}
+    if wmt18_segments > 0:
+        # the same seeded sample as `assay ingest ../shared/data/wmt18-da --name wmt18-val -o sample_segments=300
+        # -o groups=...` (docs/RECIPE.md): every system's outputs of the same segments
+        result = ingest_path(data_dir / "wmt18-da", name=WMT18_VALIDATION, settings=settings,
+                             options={"sample_segments": str(wmt18_segments), "groups": ",".join(WMT18_TO_ENGLISH)})
+        out[WMT18_VALIDATION] = {"version": result.version.label, "digest": result.version.digest,
+                                 "segments_per_pair": wmt18_segments}
     return out
 
 
-def _score(dataset: str, spec: dict[str, Any], settings: Any) -> dict[str, Any]:
+def _wmt18_system_level(settings: Any, checkpoints: dict[str, str], resamples: int) -> dict[str, Any]:
+    """Each trained variant's WMT18 to-English system-level Pearson r and Kendall tau (x100) per pair on
+    the seeded segment sample, and their averages: the validation the defaults are chosen on."""
+    from assay.jobs.evaluation import evaluate
+
+    signatures: dict[str, str] = {}
+    seconds: dict[str, float] = {}
+    for variant, checkpoint in checkpoints.items():
+        folder = settings.checkpoints_dir / checkpoint
+        scored = _score(WMT18_VALIDATION, {"name": "bleurt", "params": {"checkpoint": str(folder)}}, settings,
+                        scope="outputs")
+        signatures[variant], seconds[variant] = scored["signature"], scored["seconds"]
+    evaluated = evaluate(WMT18_VALIDATION, level="sys", metrics=list(signatures.values()),
+                         statistics=["pearson", "kendall"], n_resamples=resamples, settings=settings)
+    return {variant: {**_table(evaluated["rows"], signature), "signature": signature,
+                      "score_seconds": seconds[variant]} for variant, signature in signatures.items()}
+
+
+def _score(dataset: str, spec: dict[str, Any], settings: Any, scope: str = "judged") -> dict[str, Any]:
     from assay.jobs.scoring import score_dataset
     from assay.metrics.registry import MetricSpec
 
     started = time.perf_counter()
-    result = score_dataset(dataset, MetricSpec.from_dict(spec), settings=settings)
+    result = score_dataset(dataset, MetricSpec.from_dict(spec), scope=scope, settings=settings)
     return {"signature": result["signature"], "seconds": round(time.perf_counter() - started, 2)}
 
 
@@ -170,7 +210,7 @@ def main() -> int:
     _log(f"ASSAY_HOME={home} device={device} host={report['host']}")
     started = time.perf_counter()
     ticks = _cpu_ticks()
-    report["data"] = _ingest(settings, args.data_dir)
+    report["data"] = _ingest(settings, args.data_dir, args.wmt18_segments)
     report["ingest_seconds"] = round(time.perf_counter() - started, 2)
 
     def stage_config(epochs: float, lr: float | None) -> dict[str, Any]:
@@ -181,7 +221,10 @@ def main() -> int:
             config["batch_size"] = args.batch_size
         return config
 
-    base = BleurtRecipe(seed=args.seed, n_pairs=args.pairs, synthetic=args.synthetic)
+    evaluate_on = ("wmt17", WMT18_VALIDATION) if args.wmt18_segments > 0 else ("wmt17",)
+    base = BleurtRecipe(seed=args.seed, n_pairs=args.pairs, synthetic=args.synthetic, evaluate_on=evaluate_on)
+    if args.failure_modes is not None:
+        base = base.with_overrides(failure_modes_share=args.failure_modes)
     if args.pretrained:
         base = base.with_overrides(pretrained=str(args.pretrained))
     if args.pooling:
@@ -231,6 +274,9 @@ def main() -> int:
             "b_minus_a_at_least_2": averages["b"].get("kendall", 0) - averages["a"].get("kendall", 0) >= 2.0,
             "b_minus_c": round(averages["b"].get("kendall", 0) - averages["c"].get("kendall", 0), 2),
         }
+    if args.wmt18_segments > 0 and checkpoints:
+        _log(f"WMT18 to-English at system level ({args.wmt18_segments} segments per pair)")
+        report["wmt18_system_level"] = _wmt18_system_level(settings, checkpoints, args.resamples)
     alphas = [float(a) for a in args.alphas.split(",") if a.strip()]
     if alphas and "a" in checkpoints and "b" in checkpoints:
         report["drift"] = _drift(settings, alphas, checkpoints, base, args, _log)

@@ -42,7 +42,7 @@ from assay.provenance import short
 @click.option("--masked-lm", metavar="MODEL", help="Recipe: fill masks with this Hugging Face masked LM.")
 @click.option("--failure-modes", "failure_modes", type=float, metavar="SHARE",
               help="Recipe: share of synthetic pairs that are MetricX-24's degenerate candidates (empty, gibberish, "
-                   "unrelated, under-translated, duplicated, a copy; default 0).")
+                   "unrelated, under-translated, duplicated, a copy; default 0.1, 0 for none).")
 @click.option("--no-pretraining", is_flag=True, help="Recipe: fine-tune the encoder directly (no synthetic stage).")
 @click.option("--webnlg", metavar="NAME[@VERSION]", help="Recipe: a third stage on WebNLG ratings.")
 @click.option("--webnlg-aspect", help="Recipe: the WebNLG aspect (default semantics).")
