@@ -72,8 +72,13 @@ def nightly_team(root: Path, shared_data: Path, deploy_args: tuple[str, ...] = D
         yield {"server": server, "env": env, "root": root, "dataset": dataset, "deployed": deployed,
                "workers": {w.pool: w for w in workers}}
     finally:
+        # the graceful stop is not what these modules test (test_worker_lifecycle.py is): both workers
+        # get it at once and are forced after a few seconds. They had run flows, so Prefect's graceful
+        # stop alone did not end them: it cost the full 20 s each, one after the other (docs/TEAM.md)
         for worker in workers:
-            worker.stop()
+            worker.signal_stop()
+        for worker in workers:
+            worker.wait_stopped(grace_s=3.0)
         server.stop()
         drop_database(catalog_db)
 

@@ -85,17 +85,33 @@ class Worker:
             os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait(timeout=30)
 
-    def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
+    def stop(self, grace_s: float = 20.0) -> None:
+        """Prefect's graceful stop (SIGTERM), then, after ``grace_s``, its forced stop (a second
+        SIGTERM: the worker SIGKILLs itself), then SIGKILL for the group. A worker that has run flows
+        may never finish the graceful stop (docs/TEAM.md, *Stopping*)."""
+        self.signal_stop()
+        self.wait_stopped(grace_s)
+
+    def signal_stop(self) -> None:
+        """Send Prefect's graceful stop (SIGTERM to the worker's group) and return at once."""
+        if self.process is not None and self.process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=10)
+                os.killpg(self.process.pid, signal.SIGTERM)
+
+    def wait_stopped(self, grace_s: float) -> None:
+        """Wait ``grace_s`` for the graceful stop :meth:`signal_stop` sent, then force it."""
+        if self.process is None:
+            return
+        for sig, wait in ((None, grace_s), (signal.SIGTERM, 5.0), (signal.SIGKILL, 10.0)):
+            if sig is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.process.pid, sig)
+            try:
+                self.process.wait(timeout=wait)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+        raise AssertionError(f"the {self.pool} worker (PID {self.process.pid}) outlived SIGKILL")
 
     def log_text(self) -> str:
         return self.log_path.read_text(encoding="utf-8", errors="replace")
