@@ -95,6 +95,22 @@ def drop_database(name: str) -> None:
         admin.dispose()
 
 
+def end_process_group(process: subprocess.Popen[bytes], steps: Iterable[tuple[signal.Signals | None, float]]) -> bool:
+    """Escalate until ``process`` (a process-group leader) exits: for each ``(signal, seconds)`` step,
+    send the signal to its group (``None``: send nothing, only wait) and wait up to the seconds.
+    True once it has exited, False if it outlived every step."""
+    for sig, wait in steps:
+        if sig is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, sig)
+        try:
+            process.wait(timeout=wait)
+            return True
+        except subprocess.TimeoutExpired:
+            continue
+    return False
+
+
 @dataclass(eq=False)
 class TeamServer:
     """A running ``prefect server start`` on its own PostgreSQL database."""
@@ -154,14 +170,7 @@ class TeamServer:
             return
         self.stopped = True
         try:
-            for sig, wait in ((signal.SIGTERM, STOP_TIMEOUT_S), (signal.SIGKILL, 10.0)):
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.process.pid, sig)
-                try:
-                    self.process.wait(timeout=wait)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
+            end_process_group(self.process, ((signal.SIGTERM, STOP_TIMEOUT_S), (signal.SIGKILL, 10.0)))
             # the group leader may be gone while a child lingers: make sure the group is empty
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)

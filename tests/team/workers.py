@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from tests.team_server import end_process_group
+
 T = TypeVar("T")
 BIN = Path(sys.executable).parent
 
@@ -102,16 +104,8 @@ class Worker:
         """Wait ``grace_s`` for the graceful stop :meth:`signal_stop` sent, then force it."""
         if self.process is None:
             return
-        for sig, wait in ((None, grace_s), (signal.SIGTERM, 5.0), (signal.SIGKILL, 10.0)):
-            if sig is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.process.pid, sig)
-            try:
-                self.process.wait(timeout=wait)
-                return
-            except subprocess.TimeoutExpired:
-                continue
-        raise AssertionError(f"the {self.pool} worker (PID {self.process.pid}) outlived SIGKILL")
+        if not end_process_group(self.process, ((None, grace_s), (signal.SIGTERM, 5.0), (signal.SIGKILL, 10.0))):
+            raise AssertionError(f"the {self.pool} worker (PID {self.process.pid}) outlived SIGKILL")
 
     def log_text(self) -> str:
         return self.log_path.read_text(encoding="utf-8", errors="replace")
