@@ -88,39 +88,61 @@ def _stage_default(field: str) -> str:
             f"pre-training{source}")
 
 
+class RecipeDefaultOption(click.Option):
+    """An option whose help names the recipe's default for one TrainConfig field (``{default}`` in its
+    help), read when the help is shown.
+
+    The recipe imports the synthetic-data package (SQLAlchemy, pyarrow, numpy: 0.7 s). Built into the
+    help at import, that cost fell on every ``assay`` command, since the CLI imports every command's
+    options; a command that only parses its options never reads the help.
+    """
+
+    def __init__(self, *args: Any, default_of: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.default_of = default_of
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        if self.help is not None and "{default}" in self.help:
+            self.help = self.help.replace("{default}", _stage_default(self.default_of))
+        return super().get_help_record(ctx)
+
+
+def _recipe_option(name: str, field: str, help: str, **kwargs: Any) -> Any:
+    """``click.option`` for a hyper-parameter whose help ends with the recipe's default for ``field``."""
+    return click.option(name, cls=RecipeDefaultOption, default_of=field, help=help, **kwargs)
+
+
 def training_options(function: Any) -> Any:
     """The trainer's hyper-parameters as click options (--steps, --epochs, --lr, ...); each default is
     the recipe's for the stage (:func:`assay.training.recipes.stage_defaults`), as the help says."""
     options = [
         click.option("--steps", type=_type("steps"), help="Optimizer steps (or --epochs; default 1 epoch)."),
         click.option("--epochs", type=_type("epochs"), help="Passes over the training split."),
-        click.option("--batch-size", type=_type("batch_size"),
-                     help=f"Pairs per step over all processes ({_stage_default('batch_size')})."),
-        click.option("--lr", type=_type("lr"),
-                     help=f"Peak learning rate of AdamW ({_stage_default('learning_rate')})."),
-        click.option("--warmup", type=_type("warmup"),
-                     help=f"Share of steps with linear warm-up, then --lr-schedule "
-                          f"({_stage_default('warmup_ratio')})."),
-        click.option("--lr-schedule", type=click.Choice(LR_SCHEDULES),
-                     help="After the warm-up: linear decay to 0 at the last step; constant; wsd, "
-                          "constant then a linear decay to 0 over the last 20 % of the steps; or hold-epoch, "
-                          "constant to the end of the first epoch, then linear to 0 (at least the last 20 %) "
-                          f"({_stage_default('lr_schedule')})."),
+        _recipe_option("--batch-size", "batch_size", "Pairs per step over all processes ({default}).",
+                       type=_type("batch_size")),
+        _recipe_option("--lr", "learning_rate", "Peak learning rate of AdamW ({default}).", type=_type("lr")),
+        _recipe_option("--warmup", "warmup_ratio",
+                       "Share of steps with linear warm-up, then --lr-schedule ({default}).", type=_type("warmup")),
+        _recipe_option("--lr-schedule", "lr_schedule",
+                       "After the warm-up: linear decay to 0 at the last step; constant; wsd, "
+                       "constant then a linear decay to 0 over the last 20 % of the steps; or hold-epoch, "
+                       "constant to the end of the first epoch, then linear to 0 (at least the last 20 %) "
+                       "({default}).", type=click.Choice(LR_SCHEDULES)),
         click.option("--weight-decay", type=_type("weight_decay"), help="AdamW weight decay."),
-        click.option("--clip", type=_type("clip"),
-                     help=f"Gradient-norm clipping, 0 turns it off ({_stage_default('max_grad_norm')})."),
-        click.option("--eval-every", type=_type("eval_every"),
-                     help=f"Validate every N steps, and after the last ({_stage_default('eval_every')})."),
-        click.option("--save-every", type=_type("save_every"),
-                     help=f"Save a resumable state every N steps ({_stage_default('save_every')})."),
-        click.option("--patience", type=_type("patience"),
-                     help=f"Stop after N validations without a better Kendall tau ({_stage_default('patience')})."),
+        _recipe_option("--clip", "max_grad_norm", "Gradient-norm clipping, 0 turns it off ({default}).",
+                       type=_type("clip")),
+        _recipe_option("--eval-every", "eval_every", "Validate every N steps, and after the last ({default}).",
+                       type=_type("eval_every")),
+        _recipe_option("--save-every", "save_every", "Save a resumable state every N steps ({default}).",
+                       type=_type("save_every")),
+        _recipe_option("--patience", "patience", "Stop after N validations without a better Kendall tau ({default}).",
+                       type=_type("patience")),
         click.option("--seed", type=_type("seed"), help="Seed of the split, the heads, dropout and the batch order."),
         click.option("--validation-fraction", type=_type("validation_fraction"),
                      help="Share of items held out (default 0.1)."),
         click.option("--freeze-embeddings", is_flag=True, help="Keep the embedding layer fixed."),
-        click.option("--unfreeze", metavar="STEP:BLOCKS,...",
-                     help=f"Staged unfreezing, e.g. 0:2,500:6 ({_stage_default('unfreeze')})."),
+        _recipe_option("--unfreeze", "unfreeze", "Staged unfreezing, e.g. 0:2,500:6 ({default}).",
+                       metavar="STEP:BLOCKS,..."),
         click.option("--no-length-grouping", is_flag=True, help="Random batches instead of length-grouped ones."),
         click.option("--max-length", type=_type("max_length"),
                      help="Token budget per pair (default: the checkpoint's)."),

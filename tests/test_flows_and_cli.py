@@ -261,6 +261,17 @@ def test_help_imports_nothing_heavy() -> None:
     assert _heavy_imports("--help") == []
 
 
+def test_the_cli_imports_no_command_s_machinery() -> None:
+    """Every ``assay`` process imports the CLI with all its commands' options; the options' help
+    reads the training recipe (and so the synthetic-data package, 0.7 s) only when it is shown."""
+    code = ("import sys, assay.cli.main\n"
+            "print(sorted(m for m in ('assay.synthetic', 'assay.training.recipes', 'pyarrow', 'sqlalchemy.orm')"
+            " if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True,
+                          cwd=REPO)
+    assert done.stdout.strip() == "[]"
+
+
 def test_train_help_and_its_option_errors_import_nothing_heavy() -> None:
     """The trainer's hyper-parameters are checked without the torch engine (assay.training.config)."""
     assert _heavy_imports("train", "--help") == []
