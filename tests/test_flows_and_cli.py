@@ -242,18 +242,21 @@ def test_cli_score_hands_its_plan_to_the_flow(prefect_engine: None, monkeypatch:
 
 IMPORTS = """
 import json, sys
+modules, args = json.loads(sys.argv[1]), sys.argv[2:]
 from assay.cli.main import cli
 try:
-    cli(sys.argv[1:], prog_name="assay", standalone_mode=False)
+    cli(args, prog_name="assay", standalone_mode=False)
 except BaseException:
     pass
-print(json.dumps(sorted(m for m in ("prefect", "torch", "transformers") if m in sys.modules)))
+print(json.dumps(sorted(m for m in modules if m in sys.modules)))
 """
+HEAVY = ("prefect", "torch", "transformers")
 
 
-def _heavy_imports(*args: str) -> list[str]:
-    done = subprocess.run([sys.executable, "-c", IMPORTS, *args], capture_output=True, text=True, timeout=120,
-                          check=True, cwd=REPO)
+def _heavy_imports(*args: str, modules: tuple[str, ...] = HEAVY) -> list[str]:
+    """Which of ``modules`` an ``assay ARGS`` process has imported when the command ends."""
+    done = subprocess.run([sys.executable, "-c", IMPORTS, json.dumps(modules), *args], capture_output=True,
+                          text=True, timeout=120, check=True, cwd=REPO)
     return list(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
@@ -264,12 +267,8 @@ def test_help_imports_nothing_heavy() -> None:
 def test_the_cli_imports_no_command_s_machinery() -> None:
     """Every ``assay`` process imports the CLI with all its commands' options; the options' help
     reads the training recipe (and so the synthetic-data package, 0.7 s) only when it is shown."""
-    code = ("import sys, assay.cli.main\n"
-            "print(sorted(m for m in ('assay.synthetic', 'assay.training.recipes', 'pyarrow', 'sqlalchemy.orm')"
-            " if m in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True,
-                          cwd=REPO)
-    assert done.stdout.strip() == "[]"
+    machinery = ("assay.synthetic", "assay.training.recipes", "pyarrow", "sqlalchemy.orm")
+    assert _heavy_imports("--help", modules=machinery) == []
 
 
 def test_train_help_and_its_option_errors_import_nothing_heavy() -> None:
