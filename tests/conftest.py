@@ -7,11 +7,12 @@ Tests read the real datasets from ``../shared/data`` (beside the repository). Se
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
@@ -172,6 +173,17 @@ def isolated_assay_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
 
     reset_engines()
     return home
+
+
+@pytest.fixture
+def ingested(tmp_path_factory: pytest.TempPathFactory, shared_data: Path,
+             isolated_assay_home: Path) -> Callable[..., Path]:
+    """``ingested("wmt16-da-seg", Ingest("wmt17-da", name="mixed"), ...)`` fills this test's home
+    with a copy of a home where those datasets of ``../shared/data`` were ingested in that order
+    (tests/ingested_homes.py: built once for the suite) and returns the home."""
+    from tests.ingested_homes import copy_ingested
+
+    return functools.partial(copy_ingested, isolated_assay_home, tmp_path_factory, shared_data)
 
 
 @pytest.fixture(scope="session")

@@ -17,6 +17,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -56,10 +57,11 @@ def _in_a_pipe(args: list[str], env: dict[str, str]) -> subprocess.CompletedProc
                           timeout=300)
 
 
-def test_bars_at_a_terminal_lines_in_a_pipe_and_nothing_when_quiet(prefect_engine: None, shared_data: Path,
+def test_bars_at_a_terminal_lines_in_a_pipe_and_nothing_when_quiet(prefect_engine: None,
+                                                                    ingested: Callable[..., Path],
                                                                     tmp_path: Path) -> None:
     runner = CliRunner()
-    assert runner.invoke(cli, ["ingest", str(shared_data / "wmt16-da-seg")]).exit_code == 0
+    ingested("wmt16-da-seg")
     encoder = save_tiny_encoder(tmp_path / "tiny-random-bert")
     env = {**os.environ, **PROGRESS_SETTINGS}
     env.pop("ASSAY_PROGRESS", None)
@@ -113,9 +115,8 @@ PREFECT_CI_VARIABLES = ("CI", "GITHUB_ACTIONS", "GITLAB_CI", "JENKINS_URL", "TRA
 
 
 def test_score_draws_a_bar_at_a_terminal_and_lines_in_a_pipe_and_no_prefect_notice(
-        prefect_engine: None, shared_data: Path, isolated_assay_home: Path) -> None:
-    runner = CliRunner()
-    assert runner.invoke(cli, ["ingest", str(shared_data / "wmt16-da-seg")]).exit_code == 0
+        prefect_engine: None, ingested: Callable[..., Path], isolated_assay_home: Path) -> None:
+    ingested("wmt16-da-seg")
     env = {**os.environ, **PROGRESS_SETTINGS}
     env.pop("ASSAY_PROGRESS", None)
     # a new Prefect user, not in CI, who did not opt out: where Prefect shows its notice

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from click.testing import CliRunner
 
 from assay.cli.main import cli
 from assay.training.recipes import stage_defaults
+from tests.ingested_homes import Ingest
 from tests.robustness_support import save_tiny_encoder
 
 
@@ -34,10 +36,10 @@ def _ok(runner: CliRunner, args: list[str]) -> str:
     return result.stdout
 
 
-def test_finetune_register_score_and_leaderboard(prefect_engine: None, shared_data: Path,
+def test_finetune_register_score_and_leaderboard(prefect_engine: None, ingested: Callable[..., Path],
                                                  tiny_minilm_vocab_encoder: Path, tmp_path: Path) -> None:
     runner = CliRunner()
-    _ok(runner, ["ingest", str(shared_data / "wmt16-da-seg")])
+    ingested("wmt16-da-seg")
     out = _ok(runner, ["train", "--stage", "finetune", "--data", "wmt16", "--init", str(tiny_minilm_vocab_encoder),
                        "--steps", "3", "--eval-every", "3", "--save-every", "3", "--batch-size", "8",
                        "--name", "ft-tiny", "--json"])
@@ -100,9 +102,10 @@ def test_a_broken_checkpoint_is_refused_and_nothing_registered(tmp_path: Path,
     assert not list(tmp_path.glob(".tmp-*"))
 
 
-def test_training_refuses_what_the_recipe_evaluates_on_and_resume_without_name(shared_data: Path) -> None:
+def test_training_refuses_what_the_recipe_evaluates_on_and_resume_without_name(
+        ingested: Callable[..., Path]) -> None:
     runner = CliRunner()
-    _ok(runner, ["ingest", str(shared_data / "wmt16-da-seg")])
+    ingested("wmt16-da-seg")
     result = runner.invoke(cli, ["train", "--stage", "finetune", "--data", "wmt16", "--exclude", "wmt16",
                                  "--steps", "1"])
     assert result.exit_code == 2 and "evaluates on" in result.output
@@ -113,14 +116,12 @@ def test_training_refuses_what_the_recipe_evaluates_on_and_resume_without_name(s
 
 
 def test_a_recipe_refuses_to_pretrain_on_a_dataset_that_contains_its_evaluation_set(
-        prefect_engine: None, shared_data: Path) -> None:
+        prefect_engine: None, ingested: Callable[..., Path]) -> None:
     """Issue 18, bad input: WMT17 ingested a second time under another name ("mixed"), synthesized
     from without excluding wmt17, then offered to a recipe that evaluates on wmt17. The name check
     cannot see it; the sentences can. One error naming both, exit 2, no checkpoint, no training run."""
     runner = CliRunner()
-    for folder in ("wmt16-da-seg", "wmt17-da"):
-        _ok(runner, ["ingest", str(shared_data / folder)])
-    _ok(runner, ["ingest", str(shared_data / "wmt17-da"), "--name", "mixed"])
+    ingested("wmt16-da-seg", "wmt17-da", Ingest("wmt17-da", name="mixed"))
     synth = json.loads(_ok(runner, ["synth", "--from", "mixed", "--exclude", "wmt16", "--pairs", "40",
                                     "--signal", "bleu", "--name", "synth-mixed", "--json", "--quiet"]))
     assert synth["rows"] == 40
@@ -141,11 +142,10 @@ def test_a_recipe_refuses_to_pretrain_on_a_dataset_that_contains_its_evaluation_
 
 
 def test_recipe_synthesizes_pretrains_and_finetunes_without_touching_the_evaluation_set(
-        prefect_engine: None, shared_data: Path, tiny_minilm_vocab_encoder: Path) -> None:
+        prefect_engine: None, ingested: Callable[..., Path], tiny_minilm_vocab_encoder: Path) -> None:
     """``assay synth`` and ``assay train --recipe bleurt`` at a toy size (200 pairs, 3 steps a stage)."""
     runner = CliRunner()
-    for folder in ("wmt16-da-seg", "wmt17-da", "wmt18-da"):
-        _ok(runner, ["ingest", str(shared_data / folder)])
+    ingested("wmt16-da-seg", "wmt17-da", "wmt18-da")
     refused = runner.invoke(cli, ["synth", "--from", "wmt17", "--exclude", "wmt17", "--pairs", "10"])
     assert refused.exit_code == 2 and "wmt17" in refused.output
     synth = json.loads(_ok(runner, ["synth", "--pairs", "200", "--json"]))
@@ -199,11 +199,11 @@ def test_recipe_pooling_is_validated() -> None:
 
 
 def test_data_parallel_finetuning_under_torchrun_registers_like_one_process(
-        prefect_engine: None, shared_data: Path, tiny_minilm_vocab_encoder: Path) -> None:
+        prefect_engine: None, ingested: Callable[..., Path], tiny_minilm_vocab_encoder: Path) -> None:
     """``--processes 2``: two processes under torchrun, gloo over loopback on the CPU (the
     numerical match with one process is checked in tests/training/test_distributed.py)."""
     runner = CliRunner()
-    _ok(runner, ["ingest", str(shared_data / "wmt16-da-seg")])
+    ingested("wmt16-da-seg")
     out = json.loads(_ok(runner, ["train", "--stage", "finetune", "--data", "wmt16", "--init",
                                   str(tiny_minilm_vocab_encoder), "--steps", "2", "--batch-size", "8",
                                   "--processes", "2", "--name", "ddp", "--json"]))
@@ -217,8 +217,9 @@ class _Interrupted(Exception):
     """Stands in for a kill: raised from the event handler mid-run."""
 
 
-def test_resume_refuses_a_run_whose_data_version_was_deleted(shared_data: Path, tiny_minilm_vocab_encoder: Path,
-                                                            tmp_path: Path) -> None:
+def test_resume_refuses_a_run_whose_data_version_was_deleted(ingested: Callable[..., Path],
+                                                             tiny_minilm_vocab_encoder: Path,
+                                                             tmp_path: Path) -> None:
     """Issue 18, bad input: a fine-tuning run interrupted after its save at step 2, then its data
     version's files are removed from the store, then its catalog row: each time ``--resume`` is
     refused with one error naming the version (exit 2), and nothing is written (no run row, the
@@ -235,7 +236,7 @@ def test_resume_refuses_a_run_whose_data_version_was_deleted(shared_data: Path, 
     from assay.workers.training.stage_steps import plan_stage
 
     runner = CliRunner()
-    _ok(runner, ["ingest", str(shared_data / "wmt16-da-seg")])
+    ingested("wmt16-da-seg")
     settings = load_settings()
     plan = plan_stage(settings, StageRequest("finetune", ("wmt16",), init=str(tiny_minilm_vocab_encoder), name="ft",
                                              config={"max_steps": 6, "save_every": 2, "eval_every": 2,

@@ -1,8 +1,8 @@
 """Fixtures for the synthetic-pairs tests.
 
 ``wmt_home``: an ``ASSAY_HOME`` with the real WMT16 (``wmt16-da-seg``), WMT17 (``wmt17-da``) and
-WMT18 (``wmt18-da``) data of ``../shared/data`` ingested, copied per test from one template made
-once per session (ingesting is the same work every time; each test still gets its own home).
+WMT18 (``wmt18-da``) data of ``../shared/data`` ingested, copied per test from the suite's template
+(tests/ingested_homes.py: ingesting is the same work every time; each test still gets its own home).
 
 The model fixtures are tiny *randomly initialised* models built from a config and saved with
 ``save_pretrained`` (no trained model is reachable offline): a BERT masked LM and a BERT NLI
@@ -13,7 +13,6 @@ likelihoods, label mapping) against direct computations with the same models.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -27,30 +26,17 @@ from transformers import (
     BertTokenizer,
 )
 
-from assay.catalog.engine import reset_engines
-from tests.conftest import assay_home_at
+from tests.ingested_homes import copy_ingested
 from tests.torch_support import WORDS, one_torch_thread  # noqa: F401  (an autouse fixture)
 
 WMT = ("wmt16-da-seg", "wmt17-da", "wmt18-da")
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]
 
 
-@pytest.fixture(scope="session")
-def wmt_template(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Path:
-    from assay.jobs.ingest import ingest_path
-
-    with assay_home_at(tmp_path_factory.mktemp("synthetic-wmt-home")) as home:
-        for folder in WMT:
-            ingest_path(shared_data / folder)
-    return home
-
-
 @pytest.fixture
-def wmt_home(wmt_template: Path, isolated_assay_home: Path) -> Path:
+def wmt_home(tmp_path_factory: pytest.TempPathFactory, shared_data: Path, isolated_assay_home: Path) -> Path:
     """This test's ASSAY_HOME, holding wmt16@1, wmt17@1 and wmt18@1."""
-    reset_engines()
-    shutil.copytree(wmt_template, isolated_assay_home, dirs_exist_ok=True)
-    return isolated_assay_home
+    return copy_ingested(isolated_assay_home, tmp_path_factory, shared_data, *WMT)
 
 
 def _tokenizer() -> BertTokenizer:

@@ -37,6 +37,7 @@ from assay.nightly.regressions import Finding, SuiteCell, compare_with_best, lis
 from assay.nightly.suites import SuiteEntry
 from assay.results.segment_scores import score_lookup, segment_key
 from assay.stats import permutation_test
+from tests.ingested_homes import copy_ingested
 from tests.robustness_support import save_tiny_encoder, subset, use_home
 from tests.team_platform.nightly_support import (
     add_ledger_row,
@@ -60,7 +61,7 @@ def nights(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Itera
     with pytest.MonkeyPatch.context() as mp:
         use_home(mp, home)
         settings = load_settings()
-        ingest_path(shared_data / "wmt17-da")
+        copy_ingested(home, tmp_path_factory, shared_data, "wmt17-da")
         dataset = subset("wmt17", "wmt17-de200", groups=["de-en"], n_items=200)
         encoder = save_tiny_encoder(folders / "tiny-random-bert")
         base = create_from_encoder(encoder, folders / "base", seed=1)

@@ -10,7 +10,7 @@ steps with batch 8, baselines sentBLEU (and BERTScore on drift).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +26,13 @@ from assay.cli.training_options import config_from_options
 from assay.config import load_settings
 from assay.datasets import store
 from assay.errors import UsageError
-from assay.jobs.ingest import ingest_path
 from assay.jobs.quality_drift import drift_name
 from assay.metrics.registry import MetricSpec
 from assay.training import robustness as rb
 from assay.training.plan import plan_finetune
 from assay.workers.training.robustness_runs import prepare_drift, prepare_webnlg, run_experiment
 from assay.workers.training.stage_runs import run_stage
+from tests.ingested_homes import copy_ingested
 from tests.robustness_support import TINY_CONFIG, save_tiny_encoder, subset, use_home
 
 SENTBLEU, BERTSCORE = MetricSpec("sentbleu"), MetricSpec("bertscore")
@@ -45,8 +45,7 @@ def state(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Iterat
         use_home(mp, home)
         settings = load_settings()
         encoder = save_tiny_encoder(tmp_path_factory.mktemp("encoder") / "tiny-random-bert")
-        for name in ("wmt16-da-seg", "wmt17-da", "webnlg2017-human-eval"):
-            ingest_path(shared_data / name)
+        copy_ingested(home, tmp_path_factory, shared_data, "wmt16-da-seg", "wmt17-da", "webnlg2017-human-eval")
         wmt16 = subset("wmt16", "wmt16-de", groups=["de-en"])
         wmt17 = subset("wmt17", "wmt17-de", groups=["de-en"])
         webnlg = subset("webnlg2017", "webnlg-30", n_items=30)
@@ -96,8 +95,8 @@ def _parts(home: Path) -> list[Path]:
 # --- the WebNLG split (pure platform code) ---------------------------------------------------------------
 
 
-def test_webnlg_splits_are_disjoint_nested_and_deterministic(shared_data: Path) -> None:
-    ingest_path(shared_data / "webnlg2017-human-eval")
+def test_webnlg_splits_are_disjoint_nested_and_deterministic(ingested: Callable[..., Path]) -> None:
+    ingested("webnlg2017-human-eval")
     settings = load_settings()
     shares = [0.0, 0.1, 0.3, 0.5]
     for by, column, n_units, expected in (("system", "system", 9, [0, 1, 3, 5]),
@@ -283,11 +282,10 @@ BAD_INPUTS = [
 ]
 
 
-def test_bad_input_is_one_clear_error_and_writes_nothing(shared_data: Path) -> None:
+def test_bad_input_is_one_clear_error_and_writes_nothing(ingested: Callable[..., Path]) -> None:
     from assay.cli.main import cli
 
-    ingest_path(shared_data / "wmt17-da")
-    ingest_path(shared_data / "webnlg2017-human-eval")
+    ingested("wmt17-da", "webnlg2017-human-eval")
     before = _counts()
     home = load_settings().home
     for args, message in BAD_INPUTS:
@@ -302,14 +300,13 @@ def test_bad_input_is_one_clear_error_and_writes_nothing(shared_data: Path) -> N
 
 
 @pytest.mark.prefect
-def test_commands_run_the_flows(shared_data: Path, prefect_engine: None, tmp_path: Path) -> None:
+def test_commands_run_the_flows(ingested: Callable[..., Path], prefect_engine: None, tmp_path: Path) -> None:
     """``assay robustness drift|webnlg`` through the real Prefect engine; the run rows carry the
     flow-run id and the fine-tuning runs name the robustness run as their parent."""
     from assay.cli.main import cli
 
     encoder = save_tiny_encoder(tmp_path / "tiny-random-bert")
-    ingest_path(shared_data / "wmt17-da")
-    ingest_path(shared_data / "webnlg2017-human-eval")
+    ingested("wmt17-da", "webnlg2017-human-eval")
     wmt17 = subset("wmt17", "wmt17-de", groups=["de-en"])
     webnlg = subset("webnlg2017", "webnlg-12", n_items=12)
     tiny = ["--steps", "2", "--batch-size", "8", "--eval-every", "2", "--save-every", "2", "--resamples", "50"]

@@ -6,9 +6,9 @@ share 0, fine-tuned at share 0.5)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
-from assay.jobs.ingest import ingest_path
 from assay.metrics.registry import MetricSpec
 from assay.report import build_report
 from assay.training import robustness as rb
@@ -35,9 +35,8 @@ def test_learned_section_without_data_says_how_to_make_it(tmp_path: Path) -> Non
         assert command in section
 
 
-def test_learned_section_renders_stored_experiments(shared_data: Path, tmp_path: Path) -> None:
-    ingest_path(shared_data / "wmt17-da")
-    ingest_path(shared_data / "webnlg2017-human-eval")
+def test_learned_section_renders_stored_experiments(ingested: Callable[..., Path], tmp_path: Path) -> None:
+    ingested("wmt17-da", "webnlg2017-human-eval")
     wmt17 = subset("wmt17", "wmt17-de120", groups=["de-en"], n_items=120)
     webnlg = subset("webnlg2017", "webnlg-10", n_items=10)
     drift = run_experiment(prepare_drift(wmt17, alphas=[0], variants=[rb.Variant("no-pretraining", rb.ENCODER)],
