@@ -24,6 +24,7 @@ import shutil
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -72,7 +73,9 @@ def _template(folder: Path, shared_data: Path, specs: list[Ingest]) -> Path:
         if not template.is_dir():
             building = folder / f"{key}.building"
             shutil.rmtree(building, ignore_errors=True)
-            with assay_home_at(building):
+            # an embedded catalog in the template's home, whatever catalog the caller points at
+            with mock.patch.dict(os.environ), assay_home_at(building):
+                os.environ.pop("ASSAY_CATALOG_URL", None)
                 for spec in specs:
                     ingest_path(shared_data / spec.folder, name=spec.name, options=dict(spec.options) or None)
             building.rename(template)  # complete, or absent
