@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
-import json
 import os
 import shutil
 from collections.abc import Iterator, Mapping
@@ -65,9 +63,10 @@ def _shared_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _template(folder: Path, shared_data: Path, specs: list[Ingest]) -> Path:
     from assay.jobs.ingest import ingest_path
+    from assay.provenance import json_digest, short
 
-    described = json.dumps([[s.folder, s.name, dict(sorted(s.options.items()))] for s in specs])
-    key = hashlib.sha256(f"{shared_data.resolve()}\n{described}".encode()).hexdigest()[:16]
+    key = short(json_digest({"shared_data": str(shared_data.resolve()),
+                             "ingests": [[s.folder, s.name, dict(s.options)] for s in specs]}))
     template = folder / key
     with _locked(folder / f"{key}.lock"):
         if not template.is_dir():
