@@ -46,16 +46,6 @@ def sleepy(seconds: int = 300) -> None:
     for _ in range(seconds):
         time.sleep(1)
 """
-DEPLOY_AND_RUN = """
-from prefect import flow
-from prefect.deployments import run_deployment
-flow.from_source(source={source!r}, entrypoint="sleepy.py:sleepy").deploy(
-    name="sleepy", work_pool_name="cpu", build=False, push=False, print_next_steps=False)
-print(run_deployment("sleepy/sleepy", parameters={{"seconds": 1}}, timeout=120).state.name)
-print(run_deployment("sleepy/sleepy", timeout=0).id)
-"""
-
-
 class WrappedWorker(Worker):
     """``assay workers start`` (the wrapper) instead of ``prefect worker start``; signals go to the
     wrapper's process only (it forwards them)."""
@@ -75,7 +65,7 @@ def _setup(root: Path) -> tuple[TeamServer, dict[str, str], Worker, str]:
     progress on it (its id)."""
     server = start_team_server(root / "server")
     env = server.client_env()
-    env.update({"PREFECT_HOME": str(root / "client"), "PREFECT_WORKER_QUERY_SECONDS": "2",
+    env.update({"PREFECT_HOME": str(root / "client"), "PREFECT_WORKER_QUERY_SECONDS": "5",
                 "PREFECT_WORKER_HEARTBEAT_SECONDS": "5"})
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.actions import WorkPoolCreate
@@ -88,10 +78,17 @@ def _setup(root: Path) -> tuple[TeamServer, dict[str, str], Worker, str]:
     source.mkdir()
     (source / "sleepy.py").write_text(SLEEPY, encoding="utf-8")
     worker = WrappedWorker("cpu", env, root / "worker.log").start()
-    started = subprocess.run([sys.executable, "-c", DEPLOY_AND_RUN.format(source=str(source))], env=env, cwd=source,
-                             capture_output=True, text=True, check=True, timeout=240)
-    first, run_id = started.stdout.strip().splitlines()[-2:]
-    assert first == "Completed", started.stdout
+    # deployed and run from this process, which has Prefect imported already (a `python -c` for it
+    # cost an import of Prefect, seconds of CPU, per case)
+    from prefect import flow
+    from prefect.deployments import run_deployment
+
+    with server.settings():
+        flow.from_source(source=str(source), entrypoint="sleepy.py:sleepy").deploy(
+            name="sleepy", work_pool_name="cpu", build=False, push=False, print_next_steps=False)
+        first = run_deployment("sleepy/sleepy", parameters={"seconds": 1}, timeout=120)
+        assert first.state is not None and first.state.name == "Completed", first.state
+        run_id = str(run_deployment("sleepy/sleepy", timeout=0).id)
     wait_for(lambda: flow_run_pids(run_id) or None, 120, "the flow run's process to start")
     wait_for(lambda: _flow_run_state(server, run_id) == "Running" or None, 120, "the flow run to be Running")
     return server, env, worker, run_id
