@@ -89,6 +89,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 #: the API URL of the Prefect server that the xdist workers' :func:`prefect_engine` share
 SHARED_PREFECT_URL_VARIABLE = "ASSAY_TEST_PREFECT_API_URL"
+#: the shared server's loops that nothing on it uses: it serves flows run in the test processes and in
+#: their ``assay`` commands, with no deployment, schedule, work pool or automation (the team tests,
+#: which have those, run servers of their own with every service). Each loop queries the database
+#: every few seconds: idle, the server used 2.2-2.4 CPU-s a minute with them and 1.3 without (one
+#: minute each on this machine), over the whole session, on a 2-core machine where the suite is
+#: CPU-bound. The task-run recorder and the event persister, which flows need, stay on.
+SHARED_SERVER_SERVICES_OFF = {f"PREFECT_SERVER_SERVICES_{service}_ENABLED": "false" for service in (
+    "SCHEDULER", "LATE_RUNS", "FOREMAN", "TRIGGERS", "REPOSSESSOR", "CANCELLATION_CLEANUP", "PAUSE_EXPIRATIONS",
+    "CLEANUP_RECONCILER")}
 _SHARED_SERVER_KEY = pytest.StashKey[object]()
 
 
@@ -111,7 +120,7 @@ def _start_shared_prefect_server(config: pytest.Config) -> None:
     from tests.team_server import start_team_server
 
     root = Path(tempfile.mkdtemp(prefix="assay-tests-shared-prefect-"))
-    server = start_team_server(root, wait=False)
+    server = start_team_server(root, wait=False, extra_env=SHARED_SERVER_SERVICES_OFF)
     config.stash[_SHARED_SERVER_KEY] = (server, root)
     os.environ[SHARED_PREFECT_URL_VARIABLE] = server.url
 
