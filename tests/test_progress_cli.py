@@ -90,7 +90,8 @@ def test_bars_at_a_terminal_lines_in_a_pipe_and_nothing_when_quiet(prefect_engin
     # not at a terminal: plain lines, no carriage returns, the same facts. Run in this process, whose
     # captured stderr is no terminal, as a pipe is not (a training subprocess cost seconds of CPU for
     # its imports alone; test_score_... below runs a command in a real pipe)
-    piped = runner.invoke(cli, train("pipe"), env={**PROGRESS_SETTINGS, "ASSAY_PROGRESS": None})
+    in_process = {**PROGRESS_SETTINGS, "ASSAY_PROGRESS": None}  # what `env` sets, for CliRunner
+    piped = runner.invoke(cli, train("pipe"), env=in_process)
     assert piped.exit_code == 0, piped.output
     lines = [line for line in piped.stderr.splitlines() if "finetune pipe: " in line]
     assert len(lines) >= 2 and "\r" not in piped.stderr, piped.stderr
@@ -100,8 +101,7 @@ def test_bars_at_a_terminal_lines_in_a_pipe_and_nothing_when_quiet(prefect_engin
     assert "Loading weights" not in piped.stderr + piped.stdout
 
     # --quiet: neither, and the result as usual (in this process: its stderr is not a terminal either)
-    quiet = runner.invoke(cli, [*train("quiet"), "--quiet"],
-                          env={**PROGRESS_SETTINGS, "ASSAY_PROGRESS": None})
+    quiet = runner.invoke(cli, [*train("quiet"), "--quiet"], env=in_process)
     assert quiet.exit_code == 0, quiet.output
     assert "finetune quiet: " not in quiet.stderr and "quiet" in quiet.stdout
 
